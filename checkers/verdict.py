@@ -1,0 +1,76 @@
+"""From anomaly counts to a verdict.
+
+Detection is separate from policy: the Spark jobs report every anomaly they
+find; the run's allowed set decides which ones make the run invalid. Verdicts
+compose as false > unknown > true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+Valid = bool | Literal["unknown"]
+
+# What each anomaly means; the Spark jobs implement these definitions.
+DEFINITIONS: dict[str, str] = {
+    "lost-write": "an acknowledged value never read, although some read of its partition "
+    "reached an offset >= its acknowledged offset",
+    "unseen": "an acknowledged value never read that is not a lost-write",
+    "duplicate": "a value observed at two or more distinct (topic, partition, offset) positions",
+    "inconsistent-offsets": "one (topic, partition, offset) observed with two or more values",
+    "unexpected": "a value read that no send ever attempted",
+    "aborted-read": "a value read whose send's outcome is fail",
+    "reorder": "within one process and (topic, partition), an acknowledged send invoked later "
+    "holds a lower offset than one invoked earlier (adjacent pairs)",
+}
+
+
+def merge(verdicts: Iterable[Valid]) -> Valid:
+    out: Valid = True
+    for v in verdicts:
+        if v is False:
+            return False
+        if v == "unknown":
+            out = "unknown"
+    return out
+
+
+def decide(
+    anomalies: Mapping[str, Mapping[str, Any]],
+    allowed: Iterable[str],
+    problems: Iterable[str] = (),
+) -> dict[str, Any]:
+    """anomalies: type -> {"count": int | None, ...}; None means the check crashed."""
+    allowed_set = set(allowed)
+    per_type: list[Valid] = []
+    forbidden_seen: list[str] = []
+    allowed_seen: list[str] = []
+    unknown: list[str] = []
+    for name, result in anomalies.items():
+        count = result.get("count")
+        if count is None:
+            unknown.append(name)
+            per_type.append(True if name in allowed_set else "unknown")
+        elif count > 0 and name in allowed_set:
+            allowed_seen.append(name)
+        elif count > 0:
+            forbidden_seen.append(name)
+            per_type.append(False)
+    problem_list = list(problems)
+    if problem_list:
+        per_type.append("unknown")
+    return {
+        "valid": merge(per_type),
+        "forbidden_seen": sorted(forbidden_seen),
+        "allowed_seen": sorted(allowed_seen),
+        "allowed_not_seen": sorted(
+            a for a in allowed_set if a in anomalies and anomalies[a].get("count") == 0
+        ),
+        "unknown": sorted(unknown),
+        "problems": problem_list,
+    }
+
+
+def exit_code(valid: Valid) -> int:
+    return 0 if valid is True else 1 if valid is False else 2

@@ -1,0 +1,1 @@
+"""kafka-trial: run, fault and judge a real Kafka cluster."""

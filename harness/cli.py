@@ -1,0 +1,186 @@
+"""kafka-trial: run | analyze | report | heal | cleanup | images."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.errors import TrialError
+
+
+def _overrides(a: argparse.Namespace) -> dict[str, Any]:
+    o: dict[str, Any] = {}
+
+    def put(path: str, value: Any) -> None:
+        if value is None:
+            return
+        d = o
+        *parents, leaf = path.split(".")
+        for k in parents:
+            d = d.setdefault(k, {})
+        d[leaf] = value
+
+    put("name", a.name)
+    put("seed", a.seed)
+    put("duration_s", a.duration)
+    put("runs_dir", a.runs_dir)
+    put("cluster.kafka_version", a.kafka_version)
+    put("cluster.kafka_image", a.kafka_image)
+    put("topic.partitions", a.partitions)
+    put("topic.replication_factor", a.replication_factor)
+    put("topic.min_insync_replicas", a.min_isr)
+    put("topic.unclean_leader_election", a.unclean)
+    put("producer.acks", a.acks)
+    put("producer.idempotence", a.idempotence)
+    put("producer.retries", a.retries)
+    put("producer.max_in_flight", a.max_in_flight)
+    put("producer.workers", a.workers)
+    if a.nemesis is not None:
+        put("nemesis.faults", [x for x in a.nemesis.split(",") if x] if a.nemesis != "none" else [])
+    if a.allow is not None:
+        put("check.allowed", [x for x in a.allow.split(",") if x])
+    put("check.spark_master", a.spark_master)
+    return o
+
+
+def _bool(s: str) -> bool:
+    if s.lower() in ("1", "true", "yes", "on"):
+        return True
+    if s.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {s!r}")
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from harness.report import render
+    from harness.runner import new_run_dir, run
+    from harness.spec import load_spec
+
+    spec = load_spec(a.config, _overrides(a))
+    run_dir = new_run_dir(spec)
+    outcome = run(spec, run_dir)
+    print(f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s; phases {outcome.phase_s}")
+    if a.no_analyze:
+        print(f"run dir: {run_dir}")
+        return 0
+    from checkers.verdict import exit_code
+    from spark_analysis.job import analyze
+
+    results = analyze(run_dir, a.spark_master)
+    print(render(results, run_dir))
+    return exit_code(results["valid"])
+
+
+def _cmd_analyze(a: argparse.Namespace) -> int:
+    from checkers.verdict import exit_code
+    from harness.report import render
+    from spark_analysis.job import analyze
+
+    run_dir = Path(a.run_dir)
+    results = analyze(run_dir, a.spark_master)
+    print(render(results, run_dir))
+    print(f"analysis took {results['analysis']['total_s']:.1f}s "
+          f"(spark session {results['analysis']['session_s']:.1f}s)")
+    return exit_code(results["valid"])
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from checkers.verdict import exit_code
+    from harness.report import load_results, render
+
+    run_dir = Path(a.run_dir)
+    results = load_results(run_dir)
+    print(render(results, run_dir))
+    return exit_code(results["valid"])
+
+
+def _cmd_heal(a: argparse.Namespace) -> int:
+    from harness.leftovers import heal_leftovers
+
+    print(heal_leftovers())
+    return 0
+
+
+def _cmd_cleanup(a: argparse.Namespace) -> int:
+    from harness.cluster import remove_leftovers
+    from harness.engine import ensure_engine
+
+    n = remove_leftovers(ensure_engine(), force=a.all)
+    print(f"removed {n} leftover containers, networks and volumes")
+    return 0
+
+
+def _cmd_images(a: argparse.Namespace) -> int:
+    from harness.engine import ensure_engine
+    from harness.images import ensure_images
+    from harness.spec import load_spec
+
+    spec = load_spec(a.config, _overrides(a))
+    imgs = ensure_images(ensure_engine(), spec.cluster)
+    print(f"kafka {imgs.kafka_version}: {imgs.kafka}\ntoxiproxy: {imgs.toxiproxy}")
+    return 0
+
+
+def _spec_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="YAML or JSON run config")
+    p.add_argument("--name")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--duration", type=float, help="seconds of the fault phase")
+    p.add_argument("--runs-dir")
+    p.add_argument("--kafka-version", help="exact (4.1.1) or prefix (4, 3.9)")
+    p.add_argument("--kafka-image", help="use this local image (apache/kafka contract)")
+    p.add_argument("--partitions", type=int)
+    p.add_argument("--replication-factor", type=int)
+    p.add_argument("--min-isr", type=int)
+    p.add_argument("--unclean", type=_bool, metavar="BOOL")
+    p.add_argument("--acks", help="0, 1 or all")
+    p.add_argument("--idempotence", type=_bool, metavar="BOOL")
+    p.add_argument("--retries", type=int)
+    p.add_argument("--max-in-flight", type=int)
+    p.add_argument("--workers", type=int)
+    p.add_argument("--nemesis", help="comma-separated packages, or none")
+    p.add_argument("--allow", help="comma-separated anomaly types that do not fail the run")
+    p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka-trial", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a fault campaign and judge it")
+    _spec_flags(r)
+    r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")
+    r.set_defaults(fn=_cmd_run)
+    an = sub.add_parser("analyze", help="check a stored run's history with Spark")
+    an.add_argument("run_dir")
+    an.add_argument("--spark-master")
+    an.set_defaults(fn=_cmd_analyze)
+    rp = sub.add_parser("report", help="print a stored run's verdict again")
+    rp.add_argument("run_dir")
+    rp.set_defaults(fn=_cmd_report)
+    h = sub.add_parser("heal", help="heal clusters a crashed run left behind")
+    h.set_defaults(fn=_cmd_heal)
+    c = sub.add_parser("cleanup", help="remove what crashed runs left behind")
+    c.add_argument("--all", action="store_true", help="also clusters of runs still alive")
+    c.set_defaults(fn=_cmd_cleanup)
+    im = sub.add_parser("images", help="build (or find cached) images only")
+    _spec_flags(im)
+    im.set_defaults(fn=_cmd_images)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return int(a.fn(a))
+    except TrialError as e:
+        print(e.one_line(), file=sys.stderr)
+        return 3
+    except KeyboardInterrupt as e:
+        print(f"kafka-trial: interrupted ({e or 'Ctrl-C'}); cluster cleaned up", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

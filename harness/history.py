@@ -1,0 +1,173 @@
+"""The history: one JSON object per line, the public contract in docs/history.md.
+
+The writer flushes every line as it is written, so a crash loses at most the
+line being written; the reader tolerates exactly that (a cut-off last line).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import TrialError
+
+OpType = Literal["invoke", "ok", "fail", "info"]
+Process = int | Literal["nemesis"]
+COMPLETIONS = ("ok", "fail", "info")
+
+
+@dataclass(frozen=True)
+class Op:
+    index: int
+    time: int
+    type: OpType
+    process: Process
+    f: str
+    value: Any = None
+    error: str | None = None
+
+    def to_json(self) -> str:
+        d: dict[str, Any] = {
+            "index": self.index,
+            "time": self.time,
+            "type": self.type,
+            "process": self.process,
+            "f": self.f,
+            "value": self.value,
+        }
+        if self.error is not None:
+            d["error"] = self.error
+        return json.dumps(d, separators=(",", ":"))
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Op:
+        return Op(
+            index=d["index"],
+            time=d["time"],
+            type=d["type"],
+            process=d["process"],
+            f=d["f"],
+            value=d.get("value"),
+            error=d.get("error"),
+        )
+
+
+@dataclass
+class HistoryWriter:
+    """Thread-safe append-only writer; index and time are assigned under one lock."""
+
+    path: Path
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _next: int = field(default=0, init=False)
+    _t0: int = field(default_factory=time.monotonic_ns, init=False)
+    _open: dict[Process, tuple[str, Any]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            raise TrialError(f"{self.path} already holds a history", "use a fresh run directory")
+        # Line buffering: each completed line reaches the OS before write() returns.
+        self._fh = self.path.open("a", buffering=1, encoding="utf-8")
+
+    def elapsed_ns(self) -> int:
+        return time.monotonic_ns() - self._t0
+
+    def _append(
+        self, type_: OpType, process: Process, f: str, value: Any, error: str | None
+    ) -> Op:
+        with self._lock:
+            if self._fh.closed:
+                raise RuntimeError("history is closed")
+            outstanding = self._open.get(process)
+            if type_ == "invoke":
+                if outstanding is not None:
+                    raise RuntimeError(f"process {process} already has an open {outstanding[0]}")
+                self._open[process] = (f, value)
+            else:
+                if outstanding is None or outstanding[0] != f:
+                    raise RuntimeError(f"process {process} completes {f} it never invoked")
+                del self._open[process]
+            op = Op(self._next, self.elapsed_ns(), type_, process, f, value, error)
+            self._fh.write(op.to_json() + "\n")
+            self._next += 1
+            return op
+
+    def invoke(self, process: Process, f: str, value: Any = None) -> Op:
+        return self._append("invoke", process, f, value, None)
+
+    def complete(
+        self, type_: OpType, process: Process, f: str, value: Any = None, error: str | None = None
+    ) -> Op:
+        if type_ not in COMPLETIONS:
+            raise ValueError(f"not a completion type: {type_}")
+        return self._append(type_, process, f, value, error)
+
+    def open_processes(self) -> dict[Process, str]:
+        with self._lock:
+            return {p: f for p, (f, _) in self._open.items()}
+
+    def abandon_open(self, reason: str) -> int:
+        """Complete every open op as `info`: nobody knows what became of it.
+
+        Send micro-ops keep their fields and gain outcome info, so a reader sees
+        exactly which values are indeterminate."""
+        with self._lock:
+            pending = list(self._open.items())
+        for process, (f, value) in pending:
+            if isinstance(value, list):
+                value = [
+                    {**m, "offset": None, "outcome": "info"}
+                    if isinstance(m, dict) and m.get("op") == "send"
+                    else m
+                    for m in value
+                ]
+            try:
+                self.complete("info", process, f, value, reason)
+            except RuntimeError:
+                pass  # its owner completed it in the meantime
+        return len(pending)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.flush()
+                self._fh.close()
+
+
+@dataclass(frozen=True)
+class LoadedHistory:
+    ops: tuple[Op, ...]
+    truncated_line: int | None  # 1-based line number of a cut-off last line, if any
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            yield n, line
+
+
+def read_history(path: Path) -> LoadedHistory:
+    """Parse a history; only the very last line may be damaged (a crash mid-write)."""
+    if not path.is_file():
+        raise TrialError(f"{path} not found", "point at a run directory with a history.jsonl")
+    ops: list[Op] = []
+    bad: int | None = None
+    lines = list(iter_lines(path))
+    for n, line in lines:
+        if not line.strip():
+            continue
+        try:
+            ops.append(Op.from_dict(json.loads(line)))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if n != len(lines):
+                raise TrialError(
+                    f"{path} line {n} is not a history op",
+                    "only the last line may be cut off by a crash; restore the file",
+                ) from None
+            bad = n
+    return LoadedHistory(tuple(ops), bad)

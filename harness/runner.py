@@ -1,0 +1,226 @@
+"""The only module that knows the whole order of a run.
+
+set up -> cluster ready -> workload + nemesis -> final heal -> drain -> teardown.
+The history is persisted as it happens; analysis is a separate step that reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness.cluster import Cluster
+from harness.engine import ensure_engine
+from harness.history import HistoryWriter
+from harness.images import ensure_images
+from harness.log import log
+from harness.spec import RunSpec
+from nemesis.packages import build_packages
+from nemesis.recorder import NemesisRecorder
+from nemesis.runner import NemesisRunner
+from nemesis.schedule import schedule
+from workloads.drain import drain
+from workloads.processes import ProcessIds, UniqueValues
+from workloads.producer import AckTracker, ProducerWorker
+
+
+class Interrupted(KeyboardInterrupt):
+    pass
+
+
+def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C, so the same finally-blocks heal and clean up."""
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """While cleaning up, a second Ctrl-C or SIGTERM must not abandon the cleanup."""
+    def note(signum: int, _frame: FrameType | None) -> None:
+        log(f"{signal.Signals(signum).name} received; finishing cleanup first")
+
+    old_int = signal.signal(signal.SIGINT, note)
+    old_term = signal.signal(signal.SIGTERM, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def new_run_dir(spec: RunSpec) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    d = Path(spec.runs_dir) / f"{stamp}-{spec.name}-{socket.gethostname()[:8]}-{time.time_ns() % 10**6:06d}"
+    d.mkdir(parents=True, exist_ok=False)
+    return d
+
+
+def _client_logger(run_dir: Path) -> logging.Logger:
+    lg = logging.getLogger(f"kafka-trial.clients.{run_dir.name}")
+    lg.setLevel(logging.INFO)
+    lg.propagate = False
+    if not lg.handlers:
+        h = logging.FileHandler(run_dir / "clients.log")
+        h.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        lg.addHandler(h)
+    return lg
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    ops: int
+    ops_per_s: float
+    phase_s: dict[str, float]
+    drain_complete: bool
+    healthy_after_heal: bool
+
+
+def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
+    (run_dir / "spec.json").write_text(spec.to_json())
+    phases: dict[str, float] = {}
+    t = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal t
+        now = time.monotonic()
+        phases[name] = round(now - t, 3)
+        t = now
+
+    client = ensure_engine()
+    images = ensure_images(client, spec.cluster)
+    phase("setup")
+    steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
+    (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in steps], indent=1))
+
+    history = HistoryWriter(run_dir / "history.jsonl")
+    cluster = Cluster(client, spec.cluster, images)
+    logger = _client_logger(run_dir)
+    stop = threading.Event()
+    workers: list[ProducerWorker] = []
+    threads: list[threading.Thread] = []
+    rec = NemesisRecorder(history)
+    nemesis: NemesisRunner | None = None
+    nemesis_thread: threading.Thread | None = None
+    info: dict[str, Any] = {
+        "kafka_version": images.kafka_version,
+        "kafka_image": images.kafka,
+        "toxiproxy_image": images.toxiproxy,
+        "cluster_run_id": cluster.run_id,
+    }
+    ops_per_s = 0.0
+    drain_complete = False
+    healthy = False
+    try:
+        with signals_interrupt():
+            cluster.start()
+            cluster.await_registered(spec.cluster.startup_timeout_s)
+            cluster.create_topic(spec.topic)
+            if not cluster.await_in_sync(spec.topic.name, spec.cluster.startup_timeout_s):
+                from harness.errors import TrialError
+
+                raise TrialError(
+                    f"topic {spec.topic.name} never became fully in sync",
+                    "read logs/kafka-N.log in the run directory",
+                )
+            phase("cluster_ready")
+            log(f"cluster ready: {cluster.bootstrap}")
+            pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
+            for i in range(spec.producer.workers):
+                w = ProducerWorker(spec.producer, spec.topic, cluster.bootstrap, history, pids,
+                                   values, acks, stop, logger)
+                workers.append(w)
+                threads.append(threading.Thread(target=_guard(w.run), name=f"producer-{i}",
+                                                daemon=True))
+            packages = {p.name: p for p in build_packages(spec, cluster, rec)}
+            nemesis = NemesisRunner(cluster, rec, packages, steps, stop)
+            nemesis_thread = threading.Thread(target=_guard(nemesis.run), name="nemesis",
+                                              daemon=True)
+            t_load = time.monotonic()
+            for th in threads:
+                th.start()
+            nemesis_thread.start()
+            log(f"fault phase: {spec.duration_s:.0f}s, {len(steps) // 2} faults scheduled")
+            stop.wait(spec.duration_s)
+            stop.set()
+            nemesis_thread.join()
+            wait_s = (spec.producer.delivery_timeout_ms + spec.producer.request_timeout_ms) / 1e3
+            for th in threads:
+                th.join(wait_s + 10)
+            load_s = time.monotonic() - t_load
+            phase("fault_phase")
+            health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
+            healthy = bool(health.get("healthy"))
+            phase("final_heal")
+            log("final drain")
+            result = drain(cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history,
+                           pids, logger)
+            drain_complete = result.complete
+            info["drain"] = asdict(result)
+            phase("drain")
+            ops = sum(w.ops for w in workers)
+            ops_per_s = ops / load_s if load_s > 0 else 0.0
+            info["send_ops"] = ops
+            info["values_acked"] = acks.acked
+            info["faults"] = nemesis.faults_done
+    finally:
+        with signals_deferred():
+            stop.set()
+            _finish(cluster, history, run_dir, threads)
+            info["phases"] = phases
+            info["ops_per_s"] = round(ops_per_s, 1)
+            (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+    return RunOutcome(run_dir, info.get("send_ops", 0), ops_per_s, phases, drain_complete, healthy)
+
+
+def _guard(fn: Any) -> Any:
+    """Worker threads never print a traceback over the verdict; the history has the truth."""
+    def inner() -> None:
+        try:
+            fn()
+        except Exception as e:
+            log(f"{threading.current_thread().name} stopped: {type(e).__name__}: {e}")
+
+    return inner
+
+
+def _finish(
+    cluster: Cluster, history: HistoryWriter, run_dir: Path,
+    threads: list[threading.Thread],
+) -> None:
+    """Heal, close the history without losing a line, collect logs, remove everything."""
+    for th in threads:
+        th.join(2)
+    history.abandon_open("harness stopped before this op completed")
+    if cluster.brokers:
+        try:
+            cluster.heal_all()
+        except Exception as e:
+            log(f"heal before teardown incomplete: {e}")
+    history.close()
+    try:
+        cluster.collect_logs(run_dir / "logs")
+    except Exception as e:
+        log(f"log collection incomplete: {e}")
+    cluster.teardown()
+    log(f"cluster removed; run directory {run_dir}")

@@ -1,0 +1,216 @@
+"""The one frozen config object that describes a whole run (Jepsen's test map).
+
+It is saved as RUN_DIR/spec.json; `analyze` and `report` read it back from there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.errors import TrialError
+
+ANOMALY_TYPES = (
+    "lost-write",
+    "unseen",
+    "duplicate",
+    "inconsistent-offsets",
+    "unexpected",
+    "aborted-read",
+    "reorder",
+)
+
+NEMESIS_PACKAGES = ("kill-leader", "isolate-broker", "unclean-failover")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# Shorter timeouts than Kafka's defaults so that faults show their effect within
+# seconds instead of minutes; every one can be overridden per run.
+DEFAULT_BROKER_CONFIG: dict[str, str] = {
+    "replica.lag.time.max.ms": "10000",
+    "broker.session.timeout.ms": "6000",
+    "broker.heartbeat.interval.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "auto.create.topics.enable": "false",
+}
+
+
+class ClusterSpec(_Frozen):
+    brokers: int = Field(3, ge=3, le=7)
+    kafka_version: str = Field(
+        "4", description="exact version (4.1.1) or a prefix (4, 3.9): newest that resolves"
+    )
+    kafka_image: str | None = Field(
+        None, description="use this image instead of building one (apache/kafka contract)"
+    )
+    jre_base_image: str | None = Field(
+        None, description="base image with a Java 17+ runtime; built from Debian if unset"
+    )
+    toxiproxy_version: str = "2.12.0"
+    broker_heap: str = "512m"
+    broker_config: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BROKER_CONFIG))
+    startup_timeout_s: float = Field(180.0, gt=0)
+
+
+class TopicSpec(_Frozen):
+    name: str = Field("trial", pattern=r"^[A-Za-z0-9._-]{1,200}$")
+    partitions: int = Field(3, ge=1, le=1000)
+    replication_factor: int = Field(3, ge=1)
+    min_insync_replicas: int = Field(2, ge=1)
+    unclean_leader_election: bool = False
+
+
+class ProducerSpec(_Frozen):
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = True
+    retries: int = Field(2147483647, ge=0)
+    max_in_flight: int = Field(5, ge=1)
+    delivery_timeout_ms: int = Field(30000, ge=1000)
+    request_timeout_ms: int = Field(5000, ge=100)
+    linger_ms: int = Field(5, ge=0)
+    workers: int = Field(3, ge=1, le=64)
+    batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
+
+    @model_validator(mode="after")
+    def _idempotence_needs(self) -> ProducerSpec:
+        if self.idempotence and self.acks != "all":
+            raise ValueError(
+                "idempotence requires acks=all; set producer.acks=all or idempotence=false"
+            )
+        if self.idempotence and self.max_in_flight > 5:
+            raise ValueError(
+                "idempotence allows at most 5 in-flight requests; lower producer.max_in_flight"
+            )
+        return self
+
+    def client_config(self) -> dict[str, Any]:
+        return {
+            "acks": self.acks,
+            "enable.idempotence": self.idempotence,
+            "retries": self.retries,
+            "max.in.flight.requests.per.connection": self.max_in_flight,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "linger.ms": self.linger_ms,
+        }
+
+
+class NemesisSpec(_Frozen):
+    faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
+    fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
+    quiet_s: float = Field(6.0, ge=0, description="healthy time between faults")
+    target_partition: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _known(self) -> NemesisSpec:
+        unknown = [f for f in self.faults if f not in NEMESIS_PACKAGES]
+        if unknown:
+            raise ValueError(
+                f"unknown nemesis {', '.join(unknown)}; choose from {', '.join(NEMESIS_PACKAGES)}"
+            )
+        return self
+
+
+class DrainSpec(_Frozen):
+    timeout_s: float = Field(90.0, gt=0)
+    settle_s: float = Field(5.0, gt=0, description="stop a partition at its end after this")
+
+
+class CheckSpec(_Frozen):
+    allowed: tuple[str, ...] = ()
+    spark_master: str = "local[*]"
+
+    @model_validator(mode="after")
+    def _known(self) -> CheckSpec:
+        unknown = [a for a in self.allowed if a not in ANOMALY_TYPES]
+        if unknown:
+            raise ValueError(
+                f"unknown anomaly type {', '.join(unknown)}; choose from {', '.join(ANOMALY_TYPES)}"
+            )
+        return self
+
+
+class RunSpec(_Frozen):
+    name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    seed: int = 0
+    duration_s: float = Field(60.0, gt=0, description="length of the fault phase")
+    runs_dir: str = "runs"
+    cluster: ClusterSpec = ClusterSpec()
+    topic: TopicSpec = TopicSpec()
+    producer: ProducerSpec = ProducerSpec()
+    nemesis: NemesisSpec = NemesisSpec()
+    drain: DrainSpec = DrainSpec()
+    check: CheckSpec = CheckSpec()
+
+    @model_validator(mode="after")
+    def _fits_cluster(self) -> RunSpec:
+        if self.topic.replication_factor > self.cluster.brokers:
+            raise ValueError(
+                f"topic.replication_factor={self.topic.replication_factor} exceeds "
+                f"cluster.brokers={self.cluster.brokers}; lower it or add brokers"
+            )
+        if self.topic.min_insync_replicas > self.topic.replication_factor:
+            raise ValueError("topic.min_insync_replicas exceeds topic.replication_factor")
+        if self.nemesis.target_partition >= self.topic.partitions:
+            raise ValueError("nemesis.target_partition must be below topic.partitions")
+        return self
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def build_spec(data: dict[str, Any], source: str = "config") -> RunSpec:
+    """Validate raw config; a bad value becomes one line naming the field and the fix."""
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise TrialError(
+            f"bad {source} value at {where}: {msg}",
+            f"correct {where} in the config file or its command-line flag",
+        ) from None
+
+
+def load_spec(path: str | Path | None, overrides: dict[str, Any] | None = None) -> RunSpec:
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise TrialError(f"config file {p} does not exist", "pass an existing YAML/JSON file")
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as e:
+            raise TrialError(f"config file {p} is not valid YAML/JSON: {e}", "fix its syntax")
+        if loaded is not None and not isinstance(loaded, dict):
+            raise TrialError(f"config file {p} must hold a mapping", "write key: value pairs")
+        data = loaded or {}
+    return build_spec(_merge(data, overrides or {}), source=str(path or "flag"))
+
+
+def read_saved_spec(run_dir: Path) -> RunSpec:
+    p = run_dir / "spec.json"
+    if not p.is_file():
+        raise TrialError(f"{p} is missing", "point at a directory written by `kafka-trial run`")
+    return build_spec(json.loads(p.read_text()), source=str(p))

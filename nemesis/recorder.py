@@ -1,0 +1,37 @@
+"""Every fault and heal is a nemesis op in the same history as the client ops."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history import HistoryWriter
+from harness.log import log
+
+
+@dataclass
+class NemesisRecorder:
+    history: HistoryWriter
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def do(self, f: str, value: dict[str, Any], action: Callable[[], dict[str, Any] | None]) -> bool:
+        """Invoke, act, complete: `ok` with what was hit, or `info` if the action raised
+        (a half-applied fault is unknown, never `fail`)."""
+        with self._lock:
+            self.history.invoke("nemesis", f, value)
+            try:
+                result = action() or {}
+            except Exception as e:  # the run must go on and heal; the history says what broke
+                log(f"nemesis {f} failed: {e}")
+                self.history.complete(
+                    "info", "nemesis", f, value, f"{type(e).__name__}: {e}"[:500]
+                )
+                if not isinstance(e, (RuntimeError, OSError, ValueError)):
+                    traceback.print_exc()
+                return False
+            self.history.complete("ok", "nemesis", f, {**value, **result})
+            log(f"nemesis {f} {dict(value, **result)}")
+            return True

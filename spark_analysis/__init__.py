@@ -1,0 +1,1 @@
+"""PySpark jobs that read a history and judge it. Embedded local[*] by default."""

@@ -1,0 +1,192 @@
+"""The anomaly checks over the shared frames: each returns a count and examples.
+
+Every check is a function Frames -> DataFrame of anomaly rows; `run_checks`
+counts them. A check that crashes reports count None (unknown), never a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_analysis.history_frames import Frames
+
+EXAMPLES = 8
+TP = ["topic", "partition"]
+
+
+def _acked(fr: Frames) -> DataFrame:
+    return fr.sends.filter(F.col("outcome") == "ok")
+
+
+def _never_read(fr: Frames) -> DataFrame:
+    read_values = fr.reads.select("value").distinct()
+    return _acked(fr).join(read_values, "value", "left_anti")
+
+
+def _max_read(fr: Frames) -> DataFrame:
+    return fr.reads.groupBy(*TP).agg(F.max("offset").alias("max_read_offset"))
+
+
+def lost_write(fr: Frames) -> DataFrame:
+    return (
+        _never_read(fr)
+        .filter(F.col("offset").isNotNull())
+        .join(_max_read(fr), TP)
+        .filter(F.col("max_read_offset") >= F.col("offset"))
+        .select("value", "topic", "partition", "offset", "process", "max_read_offset")
+    )
+
+
+def unseen(fr: Frames) -> DataFrame:
+    lost = lost_write(fr).select("value")
+    return (
+        _never_read(fr)
+        .join(lost, "value", "left_anti")
+        .select("value", "topic", "partition", "offset", "process")
+    )
+
+
+def _observations(fr: Frames) -> DataFrame:
+    acked = _acked(fr).filter(F.col("offset").isNotNull()).select("value", *TP, "offset")
+    return fr.reads.select("value", *TP, "offset").unionByName(acked).distinct()
+
+
+def duplicate(fr: Frames) -> DataFrame:
+    return (
+        _observations(fr)
+        .filter(F.col("value").isNotNull())
+        .groupBy("value")
+        .agg(
+            F.count("*").alias("positions"),
+            F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
+        )
+        .filter(F.col("positions") > 1)
+    )
+
+
+def inconsistent_offsets(fr: Frames) -> DataFrame:
+    return (
+        _observations(fr)
+        .groupBy(*TP, "offset")
+        .agg(F.sort_array(F.collect_set("value")).alias("values"))
+        .filter(F.size("values") > 1)
+    )
+
+
+def unexpected(fr: Frames) -> DataFrame:
+    reads = fr.reads.select("value", *TP, "offset")
+    missing_value = reads.filter(F.col("value").isNull())
+    never_sent = reads.filter(F.col("value").isNotNull()).join(fr.attempted, "value", "left_anti")
+    return missing_value.unionByName(never_sent).dropDuplicates(["value", *TP, "offset"])
+
+
+def aborted_read(fr: Frames) -> DataFrame:
+    failed = fr.sends.filter(F.col("outcome") == "fail").select("value").distinct()
+    return fr.reads.join(failed, "value").select("value", *TP, "offset").distinct()
+
+
+def reorder(fr: Frames) -> DataFrame:
+    w = Window.partitionBy("process", *TP).orderBy("index", "pos")
+    return (
+        _acked(fr)
+        .filter(F.col("offset").isNotNull())
+        .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_offset", F.lag("offset").over(w))
+        .filter(F.col("prev_offset") > F.col("offset"))
+        .select("process", *TP, "prev_value", "prev_offset", "value", "offset")
+    )
+
+
+CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
+    "lost-write": (lost_write, "values"),
+    "unseen": (unseen, "values"),
+    "duplicate": (duplicate, "values"),
+    "inconsistent-offsets": (inconsistent_offsets, "offsets"),
+    "unexpected": (unexpected, "values"),
+    "aborted-read": (aborted_read, "values"),
+    "reorder": (reorder, "pairs"),
+}
+
+
+def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
+    """One shape for every check: (type, key, detail), key being what `count` counts."""
+    detail = F.to_json(F.struct(*[F.col(c) for c in df.columns]))
+    key = F.coalesce(F.col("value").cast("string"), detail) if unit == "values" else detail
+    return df.select(F.lit(name).alias("type"), key.alias("key"), detail.alias("detail"))
+
+
+def run_checks(fr: Frames) -> dict[str, dict[str, Any]]:
+    """All checks in one pass: two Spark jobs instead of two per check."""
+    out: dict[str, dict[str, Any]] = {}
+    tagged: list[DataFrame] = []
+    for name, (check, unit) in CHECKS.items():
+        try:
+            tagged.append(_tagged(name, check(fr), unit))
+            out[name] = {"count": 0, "unit": unit, "examples": []}
+        except Exception as e:  # a check that cannot even be planned is unknown
+            out[name] = _crashed(unit, e)
+    if not tagged:
+        return out
+    try:
+        allrows = reduce(DataFrame.unionByName, tagged).cache()
+        for r in allrows.groupBy("type").agg(F.countDistinct("key").alias("n")).collect():
+            out[r["type"]]["count"] = r["n"]
+        w = Window.partitionBy("type").orderBy("key")
+        ex = (
+            allrows.withColumn("rank", F.row_number().over(w))
+            .filter(F.col("rank") <= EXAMPLES)
+            .orderBy("type", "rank")
+            .collect()
+        )
+        for r in ex:
+            out[r["type"]]["examples"].append(json.loads(r["detail"]))
+        allrows.unpersist()
+    except Exception:
+        # Something failed at run time: fall back to one job per check, so only the
+        # check that really crashes is unknown.
+        for name, (check, unit) in CHECKS.items():
+            if out[name].get("count") is None:
+                continue
+            try:
+                df = _tagged(name, check(fr), unit)
+                out[name]["count"] = df.select("key").distinct().count()
+                rows = df.orderBy("key").limit(EXAMPLES).collect()
+                out[name]["examples"] = [json.loads(r["detail"]) for r in rows]
+            except Exception as e:
+                out[name] = _crashed(unit, e)
+    return out
+
+
+def _crashed(unit: str, e: Exception) -> dict[str, Any]:
+    return {
+        "count": None,
+        "unit": unit,
+        "examples": [],
+        "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}",
+        "trace": traceback.format_exc(limit=3)[-1500:],
+    }
+
+
+def stats(fr: Frames) -> dict[str, Any]:
+    by_type = {r["type"]: r["count"] for r in fr.ops.groupBy("type").count().collect()}
+    outcomes = {
+        r["outcome"]: r["count"] for r in fr.sends.groupBy("outcome").count().collect()
+    }
+    nemesis = fr.ops.filter(F.col("process") == "nemesis").filter(F.col("type") == "invoke")
+    span = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
+    return {
+        "ops": sum(by_type.values()),
+        "ops_by_type": by_type,
+        "sends_attempted": fr.attempted.count(),
+        "send_outcomes": outcomes,
+        "records_read": fr.reads.count(),
+        "nemesis_ops": nemesis.count(),
+        "span_s": round(((span["t1"] or 0) - (span["t0"] or 0)) / 1e9, 3),
+    }

@@ -1,0 +1,58 @@
+"""Hand-built histories for checker tests: a tiny DSL over the real HistoryWriter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.history import HistoryWriter
+from harness.spec import RunSpec
+
+TOPIC = "t"
+
+
+def send(value: int, partition: int, offset: int | None = None, outcome: str | None = None
+         ) -> dict[str, Any]:
+    m: dict[str, Any] = {"op": "send", "topic": TOPIC, "partition": partition, "value": value}
+    if outcome is not None:
+        m.update(offset=offset, outcome=outcome)
+    return m
+
+
+def rec(value: int | None, partition: int, offset: int) -> dict[str, Any]:
+    return {"topic": TOPIC, "partition": partition, "offset": offset, "value": value}
+
+
+class Builder:
+    """Writes a history through HistoryWriter, so tests exercise the real format."""
+
+    def __init__(self, run_dir: Path, allowed: tuple[str, ...] = ()) -> None:
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        spec = RunSpec.model_validate({"check": {"allowed": list(allowed)}})
+        (run_dir / "spec.json").write_text(spec.to_json())
+        self.h = HistoryWriter(run_dir / "history.jsonl")
+
+    def sends(self, process: int, acks: list[tuple[int, int, int | None, str]],
+              op_type: str | None = None) -> Builder:
+        """acks: (value, partition, offset, outcome) in invocation order."""
+        self.h.invoke(process, "send", [send(v, p) for v, p, _, _ in acks])
+        outcomes = {o for _, _, _, o in acks}
+        t = op_type or (outcomes.pop() if len(outcomes) == 1 else "info")
+        self.h.complete(t, process, "send", [send(v, p, off, o) for v, p, off, o in acks])
+        return self
+
+    def poll(self, process: int, records: list[tuple[int | None, int, int]]) -> Builder:
+        self.h.invoke(process, "poll", [{"op": "poll"}])
+        self.h.complete("ok", process, "poll",
+                        [{"op": "poll", "records": [rec(v, p, o) for v, p, o in records]}])
+        return self
+
+    def nemesis(self, f: str, value: dict[str, Any]) -> Builder:
+        self.h.invoke("nemesis", f, value)
+        self.h.complete("ok", "nemesis", f, value)
+        return self
+
+    def done(self) -> Path:
+        self.h.close()
+        return self.run_dir

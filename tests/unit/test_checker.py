@@ -1,0 +1,170 @@
+"""The Spark checker on hand-made histories: each anomaly planted, and clean twins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark_analysis.job import analyze
+from tests.histories import Builder
+
+
+def counts(res: dict) -> dict[str, int]:
+    return {k: v["count"] for k, v in res["anomalies"].items()}
+
+
+def clean(tmp: Path) -> Builder:
+    b = Builder(tmp)
+    b.sends(0, [(0, 0, 0, "ok"), (1, 1, 0, "ok"), (2, 0, 1, "ok")])
+    b.sends(1, [(3, 1, 1, "ok")])
+    b.nemesis("kill", {"brokers": [1]})
+    b.poll(2, [(0, 0, 0), (2, 0, 1), (1, 1, 0), (3, 1, 1)])
+    return b
+
+
+def test_clean_history_is_valid(spark, tmp_path: Path) -> None:
+    res = analyze(clean(tmp_path).done())
+    assert res["valid"] is True
+    assert all(c == 0 for c in counts(res).values()), counts(res)
+    assert res["stats"]["sends_attempted"] == 4
+    assert res["stats"]["records_read"] == 4
+    assert res["stats"]["nemesis_ops"] == 1
+    assert (tmp_path / "results.json").exists()
+
+
+def test_lost_write(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
+    # 11 was acknowledged at offset 1; reads reach offset 2 but never see 11.
+    b.poll(1, [(10, 0, 0), (12, 0, 2)])
+    res = analyze(b.done())
+    c = counts(res)
+    assert c["lost-write"] == 1
+    assert res["anomalies"]["lost-write"]["examples"][0]["value"] == 11
+    assert c["unseen"] == 0
+    assert res["valid"] is False
+    assert res["forbidden_seen"] == ["lost-write"]
+
+
+def test_unseen_when_reads_stop_short(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok")])
+    b.poll(1, [(10, 0, 0)])
+    c = counts(analyze(b.done()))
+    assert c["unseen"] == 1
+    assert c["lost-write"] == 0
+
+
+def test_acks0_value_without_offset_is_unseen_not_lost(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, None, "ok"), (2, 0, None, "ok")])
+    b.poll(1, [(1, 0, 0)])
+    c = counts(analyze(b.done()))
+    assert c["unseen"] == 1 and c["lost-write"] == 0
+
+
+def test_duplicate(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(5, 0, 0, "ok")])
+    b.poll(1, [(5, 0, 0), (5, 0, 1)])
+    c = counts(analyze(b.done()))
+    assert c["duplicate"] == 1
+    assert c["inconsistent-offsets"] == 0
+
+
+def test_duplicate_allowed_keeps_run_valid(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path, allowed=("duplicate",))
+    b.sends(0, [(5, 0, 0, "ok")])
+    b.poll(1, [(5, 0, 0), (5, 0, 1)])
+    res = analyze(b.done())
+    assert res["valid"] is True
+    assert res["allowed_seen"] == ["duplicate"]
+
+
+def test_inconsistent_offsets(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(7, 0, 3, "ok")])  # acknowledged at offset 3 ...
+    b.sends(0, [(8, 0, 4, "ok")])
+    b.poll(1, [(9, 0, 3), (8, 0, 4)])  # ... but offset 3 holds 9 when read
+    b.sends(2, [(9, 0, 5, "info")])
+    c = counts(analyze(b.done()))
+    assert c["inconsistent-offsets"] == 1
+    assert c["lost-write"] == 1  # 7 vanished below the read frontier
+
+
+def test_unexpected(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok")])
+    b.poll(1, [(1, 0, 0), (999, 0, 1)])
+    res = analyze(b.done())
+    assert counts(res)["unexpected"] == 1
+    assert res["anomalies"]["unexpected"]["examples"][0]["value"] == 999
+
+
+def test_aborted_read(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok")])
+    b.sends(0, [(2, 0, None, "fail")])
+    b.poll(1, [(1, 0, 0), (2, 0, 1)])
+    c = counts(analyze(b.done()))
+    assert c["aborted-read"] == 1
+
+
+def test_info_send_read_is_not_aborted(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(2, 0, None, "info")])
+    b.poll(1, [(2, 0, 0)])
+    res = analyze(b.done())
+    assert res["valid"] is True, counts(res)
+
+
+def test_reorder(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    # Invoked 1 then 2 then 3 in one process; 2 landed before 1.
+    b.sends(0, [(1, 0, 1, "ok"), (2, 0, 0, "ok"), (3, 0, 2, "ok")])
+    b.poll(1, [(2, 0, 0), (1, 0, 1), (3, 0, 2)])
+    res = analyze(b.done())
+    assert counts(res)["reorder"] == 1
+    ex = res["anomalies"]["reorder"]["examples"][0]
+    assert (ex["prev_value"], ex["value"]) == (1, 2)
+
+
+def test_order_across_processes_is_not_reorder(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 1, "ok")])
+    b.sends(1, [(2, 0, 0, "ok")])
+    b.poll(2, [(2, 0, 0), (1, 0, 1)])
+    assert counts(analyze(b.done()))["reorder"] == 0
+
+
+def test_truncated_history_is_analysed(spark, tmp_path: Path) -> None:
+    b = clean(tmp_path)
+    b.h.invoke(5, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 77}])
+    run = b.done()
+    with (run / "history.jsonl").open("a") as fh:
+        fh.write('{"index": 99, "time": 1, "type": "ok", "pro')  # crash mid-line
+    res = analyze(run)
+    assert res["history"]["last_line"] == "cut"
+    assert res["history"]["damaged_lines"] == 1
+    assert res["history"]["open_invokes"] == 1
+    assert res["valid"] is True  # the open send of 77 is indeterminate, not lost
+    assert res["stats"]["send_outcomes"].get("info") == 1
+
+
+def test_damage_inside_history_is_unknown(spark, tmp_path: Path) -> None:
+    run = clean(tmp_path).done()
+    lines = (run / "history.jsonl").read_text().splitlines(keepends=True)
+    lines.insert(2, "garbage\n")
+    (run / "history.jsonl").write_text("".join(lines))
+    res = analyze(run)
+    assert res["valid"] == "unknown"
+    assert res["problems"]
+
+
+@pytest.mark.parametrize("bad", ["not-a-dir"])
+def test_missing_run_dir_is_a_clear_error(tmp_path: Path, bad: str) -> None:
+    from harness.errors import TrialError
+
+    with pytest.raises(TrialError, match="spec.json"):
+        analyze(tmp_path / bad)

@@ -1,0 +1,1 @@
+"""Client workloads: the only code that produces or consumes."""

@@ -1,0 +1,103 @@
+"""The final drain: after healing, read every partition from the beginning.
+
+A partition is done when the reads reach its highest acknowledged offset, or
+when it has sat at its end for `settle_s` without growing (its log may have been
+truncated below an acknowledged offset, which is exactly what the checker wants
+to see). The whole drain is bounded by `timeout_s`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from harness.history import HistoryWriter
+from harness.spec import DrainSpec, TopicSpec
+from workloads.processes import ProcessIds
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    complete: bool
+    partitions: dict[int, dict[str, Any]]
+    records: int
+    seconds: float
+
+
+def drain(
+    bootstrap: str,
+    topic: TopicSpec,
+    spec: DrainSpec,
+    max_acked: dict[int, int],
+    history: HistoryWriter,
+    pids: ProcessIds,
+    logger: Any = None,
+) -> DrainResult:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"kafka-trial-drain-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "log_level": 3,
+    }
+    if logger is not None:
+        conf["logger"] = logger
+    consumer = Consumer(conf)
+    parts = list(range(topic.partitions))
+    consumer.assign([TopicPartition(topic.name, p, OFFSET_BEGINNING) for p in parts])
+    process = pids.next()
+    t0 = time.monotonic()
+    deadline = t0 + spec.timeout_s
+    next_offset = dict.fromkeys(parts, 0)
+    at_end_since: dict[int, float] = {}
+    done: set[int] = set()
+    total = 0
+    try:
+        while len(done) < len(parts) and time.monotonic() < deadline:
+            history.invoke(process, "poll", [{"op": "poll"}])
+            try:
+                msgs = consumer.consume(num_messages=1000, timeout=1.0)
+            except Exception as e:  # any client error leaves this poll's result unknown
+                history.complete("info", process, "poll", [{"op": "poll"}], str(e))
+                process = pids.next()
+                continue
+            records = []
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_end_since.setdefault(m.partition(), time.monotonic())
+                    continue
+                p = m.partition()
+                at_end_since.pop(p, None)
+                next_offset[p] = m.offset() + 1
+                raw = m.value()
+                records.append(
+                    {"topic": m.topic(), "partition": p, "offset": m.offset(),
+                     "value": int(raw) if raw is not None and raw.isdigit() else None}
+                )
+            total += len(records)
+            history.complete("ok", process, "poll", [{"op": "poll", "records": records}])
+            now = time.monotonic()
+            for p in parts:
+                reached = next_offset[p] > max_acked.get(p, -1)
+                settled = p in at_end_since and now - at_end_since[p] >= spec.settle_s
+                if reached or settled:
+                    done.add(p)
+    finally:
+        consumer.close()
+    summary = {
+        p: {
+            "max_acked_offset": max_acked.get(p),
+            "next_offset_read": next_offset[p],
+            "reached_max_acked": next_offset[p] > max_acked.get(p, -1),
+            "done": p in done,
+        }
+        for p in parts
+    }
+    return DrainResult(len(done) == len(parts), summary, total, time.monotonic() - t0)

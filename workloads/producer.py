@@ -1,0 +1,158 @@
+"""Producer workers: each op sends a batch of unique values and waits for every report.
+
+An op is one history invoke and one completion. Within an op the values are
+pipelined (up to max.in.flight requests), which is what lets retries reorder or
+duplicate them when the settings allow it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from harness.history import HistoryWriter
+from harness.spec import ProducerSpec, TopicSpec
+from workloads.outcomes import Outcome, classify
+from workloads.processes import ProcessIds, UniqueValues
+
+
+@dataclass
+class AckTracker:
+    """Highest acknowledged offset per partition: the final drain reads up to it."""
+
+    _max: dict[int, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    acked: int = 0
+
+    def record(self, partition: int, offset: int | None) -> None:
+        with self._lock:
+            self.acked += 1
+            if offset is not None and offset > self._max.get(partition, -1):
+                self._max[partition] = offset
+
+    def snapshot(self) -> dict[int, int]:
+        with self._lock:
+            return dict(self._max)
+
+
+def _op_type(outcomes: list[Outcome]) -> Outcome:
+    if all(o == "ok" for o in outcomes):
+        return "ok"
+    if all(o == "fail" for o in outcomes):
+        return "fail"
+    return "info"
+
+
+@dataclass
+class ProducerWorker:
+    spec: ProducerSpec
+    topic: TopicSpec
+    bootstrap: str
+    history: HistoryWriter
+    pids: ProcessIds
+    values: UniqueValues
+    acks: AckTracker
+    stop: threading.Event
+    logger: Any = None
+    ops: int = 0
+
+    def _new_producer(self) -> Producer:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            **self.spec.client_config(),
+            "log_level": 3,
+        }
+        if self.logger is not None:
+            conf["logger"] = self.logger
+        return Producer(conf)
+
+    def run(self) -> None:
+        process = self.pids.next()
+        producer = self._new_producer()
+        single_attempt = self.spec.retries == 0
+        # librdkafka reports every message within delivery.timeout.ms; beyond that, unknown.
+        wait_s = (self.spec.delivery_timeout_ms + self.spec.request_timeout_ms) / 1000 + 5
+        try:
+            while not self.stop.is_set():
+                outcome = self._send_op(producer, process, single_attempt, wait_s)
+                self.ops += 1
+                if outcome == "info":
+                    # Jepsen's rule: an indeterminate op crashes the process; a new
+                    # process with a new client session takes over.
+                    _abandon(producer)
+                    process = self.pids.next()
+                    producer = self._new_producer()
+        finally:
+            _abandon(producer)
+
+    def _send_op(
+        self, producer: Producer, process: int, single_attempt: bool, wait_s: float
+    ) -> Outcome:
+        vals = self.values.take(self.spec.batch)
+        micro = [
+            {"op": "send", "topic": self.topic.name, "partition": v % self.topic.partitions,
+             "value": v}
+            for v in vals
+        ]
+        self.history.invoke(process, "send", micro)
+        results: list[tuple[Outcome, int | None, str | None] | None] = [None] * len(micro)
+        pending = [len(micro)]
+
+        def report(i: int) -> Callable[[KafkaError | None, Message], None]:
+            def cb(err: KafkaError | None, msg: Message) -> None:
+                if err is None:
+                    off = msg.offset()
+                    # acks=0 gets no offset back: librdkafka reports -1 (OFFSET_INVALID).
+                    results[i] = ("ok", off if off is not None and off >= 0 else None, None)
+                else:
+                    results[i] = (classify(err.code(), single_attempt), None, err.name())
+                pending[0] -= 1
+
+            return cb
+
+        for i, m in enumerate(micro):
+            try:
+                producer.produce(
+                    m["topic"], value=str(m["value"]).encode(), partition=m["partition"],
+                    on_delivery=report(i),
+                )
+            except BufferError:
+                results[i] = ("fail", None, "_QUEUE_FULL")
+                pending[0] -= 1
+            except KafkaException as e:
+                err = e.args[0]
+                results[i] = (classify(err.code(), True), None, err.name())
+                pending[0] -= 1
+        deadline = time.monotonic() + wait_s
+        while pending[0] > 0 and time.monotonic() < deadline:
+            producer.poll(0.05)
+        done: list[dict[str, Any]] = []
+        errors: list[str] = []
+        outcomes: list[Outcome] = []
+        for m, r in zip(micro, results, strict=True):
+            outcome, offset, error = r if r is not None else ("info", None, "no delivery report")
+            outcomes.append(outcome)
+            if error and error not in errors:
+                errors.append(error)
+            if outcome == "ok":
+                self.acks.record(m["partition"], offset)
+            done.append({**m, "offset": offset, "outcome": outcome})
+        op_type = _op_type(outcomes)
+        self.history.complete(
+            op_type, process, "send", done, ",".join(errors) if op_type != "ok" else None
+        )
+        return op_type
+
+
+def _abandon(producer: Producer) -> None:
+    """Drop a client as a crash would: nothing queued is waited for."""
+    try:
+        producer.purge(in_queue=True, in_flight=True)
+        producer.flush(0)
+    except (KafkaException, RuntimeError):
+        pass

@@ -81,8 +81,10 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     run_dir = Path(a.run_dir)
     results = analyze(run_dir, a.spark_master)
     print(render(results, run_dir))
-    print(f"analysis took {results['analysis']['total_s']:.1f}s "
-          f"(spark session {results['analysis']['session_s']:.1f}s)")
+    print(
+        f"analysis took {results['analysis']['total_s']:.1f}s "
+        f"(spark session {results['analysis']['session_s']:.1f}s)"
+    )
     return exit_code(results["valid"])
 
 

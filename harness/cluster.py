@@ -88,7 +88,8 @@ class Link:
         for name, stream in zip(CUT_TOXICS, ("upstream", "downstream"), strict=True):
             if name not in existing:
                 self.toxi.add_toxic(
-                    self.proxy, Toxic(name, "timeout", stream, {"timeout": 0})  # type: ignore[arg-type]
+                    self.proxy,
+                    Toxic(name, "timeout", stream, {"timeout": 0}),  # type: ignore[arg-type]
                 )
 
     def heal(self) -> None:
@@ -139,7 +140,10 @@ class Broker:
             self.container.unpause()
 
     def log_paths(self) -> dict[str, Container]:
-        return {f"kafka-{self.node_id}.log": self.container, f"proxy-{self.node_id}.log": self.sidecar}
+        return {
+            f"kafka-{self.node_id}.log": self.container,
+            f"proxy-{self.node_id}.log": self.sidecar,
+        }
 
 
 def _cluster_id() -> str:
@@ -164,7 +168,9 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     return True
 
 
-def remove_leftovers(client: docker.DockerClient, run: str | None = None, force: bool = False) -> int:
+def remove_leftovers(
+    client: docker.DockerClient, run: str | None = None, force: bool = False
+) -> int:
     """Remove containers, networks and volumes of runs whose owner is gone.
 
     With `run`, only that run's; with `force`, even those of live owners.
@@ -234,9 +240,7 @@ class Cluster:
         return list(range(1, self.spec.brokers + 1))
 
     def _broker_env(self, j: int, cluster_id: str, client_port: int) -> dict[str, str]:
-        voters = ",".join(
-            f"{k}@127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.node_ids
-        )
+        voters = ",".join(f"{k}@127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.node_ids)
         env = {
             "CLUSTER_ID": cluster_id,
             "KAFKA_NODE_ID": str(j),
@@ -247,8 +251,7 @@ class Cluster:
                 f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
             ),
             "KAFKA_ADVERTISED_LISTENERS": (
-                f"CLIENT://127.0.0.1:{client_port},"
-                f"INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
+                f"CLIENT://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
             ),
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
                 "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
@@ -282,8 +285,10 @@ class Cluster:
                         aliases=[f"kafka-{j}"]
                     )
                 },
-                ports={f"{API_PORT}/tcp": ("127.0.0.1", None),
-                       f"{CLIENT_PROXY_PORT}/tcp": ("127.0.0.1", None)},
+                ports={
+                    f"{API_PORT}/tcp": ("127.0.0.1", None),
+                    f"{CLIENT_PROXY_PORT}/tcp": ("127.0.0.1", None),
+                },
                 labels=self._labels("proxy", j),
                 environment={"LOG_LEVEL": "info"},
                 detach=True,
@@ -344,8 +349,12 @@ class Cluster:
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient(
-                {"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000,
-                 "log_level": 0, "logger": _quiet_logger()}
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "socket.timeout.ms": 5000,
+                    "log_level": 0,
+                    "logger": _quiet_logger(),
+                }
             )
         return self._admin
 
@@ -353,8 +362,10 @@ class Cluster:
         for b in self.brokers.values():
             if b.status() in ("exited", "dead", "removed"):
                 tail = b.container.logs(tail=15).decode(errors="replace").strip().splitlines()
-                last = next((ln for ln in reversed(tail) if "ERROR" in ln or "Exception" in ln),
-                            tail[-1] if tail else "(no output)")
+                last = next(
+                    (ln for ln in reversed(tail) if "ERROR" in ln or "Exception" in ln),
+                    tail[-1] if tail else "(no output)",
+                )
                 return f"broker {b.node_id} exited: {last[:300]}"
         return None
 

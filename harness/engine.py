@@ -27,7 +27,11 @@ def _client() -> docker.DockerClient | None:
 
 
 def _can_self_install() -> bool:
-    return os.geteuid() == 0 and Path("/etc/debian_version").exists() and "DOCKER_HOST" not in os.environ
+    return (
+        os.geteuid() == 0
+        and Path("/etc/debian_version").exists()
+        and "DOCKER_HOST" not in os.environ
+    )
 
 
 def apt_install(*packages: str) -> None:

@@ -6,6 +6,7 @@ line being written; the reader tolerates exactly that (a cut-off last line).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -77,9 +78,7 @@ class HistoryWriter:
     def elapsed_ns(self) -> int:
         return time.monotonic_ns() - self._t0
 
-    def _append(
-        self, type_: OpType, process: Process, f: str, value: Any, error: str | None
-    ) -> Op:
+    def _append(self, type_: OpType, process: Process, f: str, value: Any, error: str | None) -> Op:
         with self._lock:
             if self._fh.closed:
                 raise RuntimeError("history is closed")
@@ -126,10 +125,9 @@ class HistoryWriter:
                     else m
                     for m in value
                 ]
-            try:
+            # Its owner may have completed it in the meantime.
+            with contextlib.suppress(RuntimeError):
                 self.complete("info", process, f, value, reason)
-            except RuntimeError:
-                pass  # its owner completed it in the meantime
         return len(pending)
 
     def close(self) -> None:
@@ -147,8 +145,7 @@ class LoadedHistory:
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            yield n, line
+        yield from enumerate(fh, start=1)
 
 
 def read_history(path: Path) -> LoadedHistory:

@@ -288,7 +288,9 @@ def _build(client: docker.DockerClient, context: Path, tag: str, buildargs: dict
     except BuildError as e:
         lines = [str(x.get("stream", x.get("error", ""))).strip() for x in e.build_log]
         tail = [ln for ln in lines if ln][-1:] or [str(e)]
-        raise TrialError(f"building {tag} failed: {tail[0][:300]}", "see the message above") from None
+        raise TrialError(
+            f"building {tag} failed: {tail[0][:300]}", "see the message above"
+        ) from None
 
 
 def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, str]:
@@ -304,11 +306,16 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
     base_id = client.images.get(base).id
     src = DOCKER_DIR / "kafka"
     jar_names = sorted(p.name for p in jars.glob("*.jar"))
-    tag = "kafka-trial/kafka:" + version + "-" + _digest(
-        base_id,
-        (src / "Dockerfile").read_bytes(),
-        (src / "entrypoint.sh").read_bytes(),
-        *jar_names,
+    tag = (
+        "kafka-trial/kafka:"
+        + version
+        + "-"
+        + _digest(
+            base_id,
+            (src / "Dockerfile").read_bytes(),
+            (src / "entrypoint.sh").read_bytes(),
+            *jar_names,
+        )
     )
     if _have(client, tag):
         return tag, version
@@ -329,7 +336,9 @@ def toxiproxy_binary(version: str) -> Path:
     binary = dest / "toxiproxy-server"
     if binary.exists():
         return binary
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    go = shutil.which("go") or (
+        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
+    )
     if go is None:
         raise TrialError("Go is needed to build Toxiproxy", "install Go 1.23 or newer and rerun")
     log(f"building Toxiproxy {version} from its Go module")

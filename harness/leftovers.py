@@ -36,6 +36,8 @@ def heal_leftovers() -> str:
             elif c.status in ("exited", "created"):
                 c.start()
                 started += 1
-    msg = (f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
-           f"{started} brokers started")
+    msg = (
+        f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
+        f"{started} brokers started"
+    )
     return msg + ("" if not problems else "; problems: " + "; ".join(problems))

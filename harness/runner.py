@@ -56,6 +56,7 @@ def signals_interrupt() -> Iterator[None]:
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """While cleaning up, a second Ctrl-C or SIGTERM must not abandon the cleanup."""
+
     def note(signum: int, _frame: FrameType | None) -> None:
         log(f"{signal.Signals(signum).name} received; finishing cleanup first")
 
@@ -70,7 +71,10 @@ def signals_deferred() -> Iterator[None]:
 
 def new_run_dir(spec: RunSpec) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    d = Path(spec.runs_dir) / f"{stamp}-{spec.name}-{socket.gethostname()[:8]}-{time.time_ns() % 10**6:06d}"
+    d = (
+        Path(spec.runs_dir)
+        / f"{stamp}-{spec.name}-{socket.gethostname()[:8]}-{time.time_ns() % 10**6:06d}"
+    )
     d.mkdir(parents=True, exist_ok=False)
     return d
 
@@ -147,15 +151,26 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             log(f"cluster ready: {cluster.bootstrap}")
             pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
             for i in range(spec.producer.workers):
-                w = ProducerWorker(spec.producer, spec.topic, cluster.bootstrap, history, pids,
-                                   values, acks, stop, logger)
+                w = ProducerWorker(
+                    spec.producer,
+                    spec.topic,
+                    cluster.bootstrap,
+                    history,
+                    pids,
+                    values,
+                    acks,
+                    stop,
+                    logger,
+                )
                 workers.append(w)
-                threads.append(threading.Thread(target=_guard(w.run), name=f"producer-{i}",
-                                                daemon=True))
+                threads.append(
+                    threading.Thread(target=_guard(w.run), name=f"producer-{i}", daemon=True)
+                )
             packages = {p.name: p for p in build_packages(spec, cluster, rec)}
             nemesis = NemesisRunner(cluster, rec, packages, steps, stop)
-            nemesis_thread = threading.Thread(target=_guard(nemesis.run), name="nemesis",
-                                              daemon=True)
+            nemesis_thread = threading.Thread(
+                target=_guard(nemesis.run), name="nemesis", daemon=True
+            )
             t_load = time.monotonic()
             for th in threads:
                 th.start()
@@ -173,8 +188,9 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             healthy = bool(health.get("healthy"))
             phase("final_heal")
             log("final drain")
-            result = drain(cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history,
-                           pids, logger)
+            result = drain(
+                cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history, pids, logger
+            )
             drain_complete = result.complete
             info["drain"] = asdict(result)
             phase("drain")
@@ -195,6 +211,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
 
 def _guard(fn: Any) -> Any:
     """Worker threads never print a traceback over the verdict; the history has the truth."""
+
     def inner() -> None:
         try:
             fn()
@@ -205,7 +222,9 @@ def _guard(fn: Any) -> Any:
 
 
 def _finish(
-    cluster: Cluster, history: HistoryWriter, run_dir: Path,
+    cluster: Cluster,
+    history: HistoryWriter,
+    run_dir: Path,
     threads: list[threading.Thread],
 ) -> None:
     """Heal, close the history without losing a line, collect logs, remove everything."""

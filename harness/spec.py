@@ -202,7 +202,10 @@ def load_spec(path: str | Path | None, overrides: dict[str, Any] | None = None) 
         try:
             loaded = yaml.safe_load(p.read_text())
         except yaml.YAMLError as e:
-            raise TrialError(f"config file {p} is not valid YAML/JSON: {e}", "fix its syntax")
+            first = str(e).splitlines()[0]
+            raise TrialError(
+                f"config file {p} is not valid YAML/JSON: {first}", "fix its syntax"
+            ) from None
         if loaded is not None and not isinstance(loaded, dict):
             raise TrialError(f"config file {p} must hold a mapping", "write key: value pairs")
         data = loaded or {}

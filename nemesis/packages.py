@@ -56,13 +56,15 @@ class KillLeader:
             self._killed = (leader,)
             return {"brokers": [leader]}
 
-        self.rec.do("kill", {"target": "leader", "topic": self.topic,
-                             "partition": self.partition}, act)
+        self.rec.do(
+            "kill", {"target": "leader", "topic": self.topic, "partition": self.partition}, act
+        )
         return None
 
     def heal(self) -> None:
         killed, self._killed = self._killed, ()
         if killed:
+
             def act() -> dict[str, Any]:
                 for b in killed:
                     self.cluster.brokers[b].start()
@@ -93,13 +95,15 @@ class IsolateBroker:
             self._isolated = (target,)
             return {"brokers": [target]}
 
-        self.rec.do("partition", {"topology": "isolate", "isolated": [target],
-                                  "mode": self.mode}, act)
+        self.rec.do(
+            "partition", {"topology": "isolate", "isolated": [target], "mode": self.mode}, act
+        )
         return None
 
     def heal(self) -> None:
         isolated, self._isolated = self._isolated, ()
         if isolated:
+
             def act() -> dict[str, Any]:
                 for target in isolated:
                     for other in self.cluster.node_ids:
@@ -145,9 +149,16 @@ class UncleanFailover:
             state.update(leader=st.leader, followers=followers)
             return {"brokers": followers, "leader": st.leader}
 
-        if not self.rec.do("partition", {"topology": "followers-from-leader",
-                                         "topic": self.topic, "partition": self.partition,
-                                         "mode": "drop"}, cut):
+        if not self.rec.do(
+            "partition",
+            {
+                "topology": "followers-from-leader",
+                "topic": self.topic,
+                "partition": self.partition,
+                "mode": "drop",
+            },
+            cut,
+        ):
             return None
         leader = state["leader"]
 
@@ -166,8 +177,9 @@ class UncleanFailover:
             self._killed = (leader,)
             return {"brokers": [leader]}
 
-        self.rec.do("kill", {"target": "leader", "topic": self.topic,
-                             "partition": self.partition}, kill)
+        self.rec.do(
+            "kill", {"target": "leader", "topic": self.topic, "partition": self.partition}, kill
+        )
 
         def heal_links() -> dict[str, Any]:
             for f in state["followers"]:
@@ -185,6 +197,7 @@ class UncleanFailover:
     def heal(self) -> None:
         killed, self._killed = self._killed, ()
         if killed:
+
             def act() -> dict[str, Any]:
                 for b in killed:
                     self.cluster.brokers[b].start()
@@ -207,9 +220,7 @@ def _elect_unclean(cl: Cluster, topic: str, partition: int, dead: int) -> int:
     last = ""
     while time.monotonic() < deadline:
         try:
-            fut = cl.admin().elect_leaders(
-                ElectionType.UNCLEAN, [TopicPartition(topic, partition)]
-            )
+            fut = cl.admin().elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, partition)])
             fut.result(15)
         except KafkaException as e:
             last = str(e)
@@ -229,6 +240,7 @@ def build_packages(spec: RunSpec, cluster: Cluster, rec: NemesisRecorder) -> lis
         elif name == "isolate-broker":
             out.append(IsolateBroker(cluster, rec))
         elif name == "unclean-failover":
-            out.append(UncleanFailover(cluster, rec, spec.topic.name, n.target_partition,
-                                       n.fault_s))
+            out.append(
+                UncleanFailover(cluster, rec, spec.topic.name, n.target_partition, n.fault_s)
+            )
     return out

@@ -17,7 +17,9 @@ class NemesisRecorder:
     history: HistoryWriter
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def do(self, f: str, value: dict[str, Any], action: Callable[[], dict[str, Any] | None]) -> bool:
+    def do(
+        self, f: str, value: dict[str, Any], action: Callable[[], dict[str, Any] | None]
+    ) -> bool:
         """Invoke, act, complete: `ok` with what was hit, or `info` if the action raised
         (a half-applied fault is unknown, never `fail`)."""
         with self._lock:
@@ -26,9 +28,7 @@ class NemesisRecorder:
                 result = action() or {}
             except Exception as e:  # the run must go on and heal; the history says what broke
                 log(f"nemesis {f} failed: {e}")
-                self.history.complete(
-                    "info", "nemesis", f, value, f"{type(e).__name__}: {e}"[:500]
-                )
+                self.history.complete("info", "nemesis", f, value, f"{type(e).__name__}: {e}"[:500])
                 if not isinstance(e, (RuntimeError, OSError, ValueError)):
                     traceback.print_exc()
                 return False

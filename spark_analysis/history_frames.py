@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -16,19 +16,6 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
-)
-
-HISTORY_SCHEMA = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
-        StructField("value", StringType()),
-        StructField("error", StringType()),
-        StructField("_corrupt", StringType()),
-    ]
 )
 
 RECORD = StructType(
@@ -54,17 +41,51 @@ MICRO_OPS = ArrayType(
     )
 )
 
+# `value` is polymorphic: micro-ops for client ops, any JSON for the nemesis. Reading
+# it straight into the micro-op type parses each line once; a nemesis value that
+# does not fit comes back null (with the line in _corrupt) and is not needed here.
+HISTORY_SCHEMA = StructType(
+    [
+        StructField("index", LongType()),
+        StructField("time", LongType()),
+        StructField("type", StringType()),
+        StructField("process", StringType()),
+        StructField("f", StringType()),
+        StructField("value", MICRO_OPS),
+        StructField("error", StringType()),
+        StructField("_corrupt", StringType()),
+    ]
+)
+
 SEND_FS = ("send", "txn")
 READ_FS = ("poll", "txn")
 
 
 @dataclass(frozen=True)
 class Frames:
-    ops: DataFrame  # every parsed line
+    ops: DataFrame  # every parsed line, without `value`: index, time, type, process, f
     damaged: int  # lines that are not JSON objects
+    open_invokes: int  # invokes with no completion (the history was cut off)
     attempted: DataFrame  # value: every value any send invoked
     sends: DataFrame  # value, process, index, pos, topic, partition, offset, outcome
     reads: DataFrame  # value, topic, partition, offset, index, process
+
+
+def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
+    return (
+        df.select("index", "process", "f", "type", F.posexplode("micro").alias("pos", "m"))
+        .filter(F.col("m.op") == "send")
+        .select(
+            F.col("m.value").alias("value"),
+            "process",
+            "index",
+            "pos",
+            F.col("m.topic").alias("topic"),
+            F.col("m.partition").alias("partition"),
+            F.col("m.offset").alias("offset"),
+            outcome.alias("outcome"),
+        )
+    )
 
 
 def load(spark: SparkSession, path: str) -> Frames:
@@ -74,64 +95,62 @@ def load(spark: SparkSession, path: str) -> Frames:
         .option("columnNameOfCorruptRecord", "_corrupt")
         .json(path)
     )
-    raw = raw.cache()
-    damaged = raw.filter(F.col("_corrupt").isNotNull() | F.col("index").isNull()).count()
-    ops = raw.filter(F.col("_corrupt").isNull() & F.col("index").isNotNull()).drop("_corrupt")
-    client = ops.filter(F.col("process") != "nemesis")
+    client_fs = (*SEND_FS, *READ_FS)
+    is_client = (F.col("process") != "nemesis") & F.col("f").isin(*client_fs)
+    # Damaged: not an op at all, or a client op whose micro-ops do not fit the format.
+    ok_line = (
+        F.col("index").isNotNull()
+        & F.col("type").isNotNull()
+        & ~(is_client & F.col("_corrupt").isNotNull())
+    )
+    parsed = raw.select(
+        "index", "time", "type", "process", "f",
+        ok_line.alias("ok_line"),
+        F.when(is_client, F.col("value")).alias("micro"),
+    )
+    good = parsed.filter(F.col("ok_line"))
+    narrow = parsed.select("index", "time", "type", "process", "f", "ok_line").cache()
+    damaged = narrow.filter(~F.col("ok_line")).count()
+    ops = narrow.filter(F.col("ok_line")).drop("ok_line")
 
-    # The op each invoke completes with is the next op of the same process.
+    # The op that completes an invoke is the next op of the same process; the window
+    # runs over the narrow columns only.
     w = Window.partitionBy("process").orderBy("index")
-    paired = client.withColumn("next_type", F.lead("type").over(w))
+    open_idx = (
+        ops.filter(F.col("process") != "nemesis")
+        .withColumn("next_type", F.lead("type").over(w))
+        .filter((F.col("type") == "invoke") & F.col("next_type").isNull())
+        .select("index")
+        .cache()
+    )
+    open_invokes = open_idx.count()
 
-    micro = F.from_json(F.col("value"), MICRO_OPS)
-    invokes = paired.filter((F.col("type") == "invoke") & F.col("f").isin(*SEND_FS))
+    client = good.filter(F.col("micro").isNotNull())
+    invokes = client.filter((F.col("type") == "invoke") & F.col("f").isin(*SEND_FS))
     attempted = (
-        invokes.select(F.explode(micro).alias("m"))
+        invokes.select(F.explode("micro").alias("m"))
         .filter(F.col("m.op") == "send")
         .select(F.col("m.value").alias("value"))
         .distinct()
+        .cache()
     )
-
     completions = client.filter(F.col("type").isin("ok", "fail", "info"))
-    completed_sends = (
-        completions.filter(F.col("f").isin(*SEND_FS))
-        .select("index", "process", "f", "type", F.posexplode(micro).alias("pos", "m"))
-        .filter(F.col("m.op") == "send")
-        .select(
-            F.col("m.value").alias("value"),
-            "process",
-            "index",
-            "pos",
-            F.col("m.topic").alias("topic"),
-            F.col("m.partition").alias("partition"),
-            # Inside a txn the op's type is the outcome of every send in it.
-            F.col("m.offset").alias("offset"),
-            F.when(F.col("f") == "txn", F.col("type"))
-            .otherwise(F.coalesce(F.col("m.outcome"), F.col("type")))
-            .alias("outcome"),
-        )
+    completed_sends = _send_rows(
+        completions.filter(F.col("f").isin(*SEND_FS)),
+        # Inside a txn the op's type is the outcome of every send in it.
+        F.when(F.col("f") == "txn", F.col("type")).otherwise(
+            F.coalesce(F.col("m.outcome"), F.col("type"))
+        ),
     )
     # An invoke with no completion (the history was cut off) is indeterminate.
-    unmatched = (
-        invokes.filter(F.col("next_type").isNull())
-        .select("index", "process", F.posexplode(micro).alias("pos", "m"))
-        .filter(F.col("m.op") == "send")
-        .select(
-            F.col("m.value").alias("value"),
-            "process",
-            "index",
-            "pos",
-            F.col("m.topic").alias("topic"),
-            F.col("m.partition").alias("partition"),
-            F.lit(None).cast(LongType()).alias("offset"),
-            F.lit("info").alias("outcome"),
-        )
-    )
+    unmatched = _send_rows(
+        invokes.join(F.broadcast(open_idx), "index"), F.lit("info")
+    ).withColumn("offset", F.lit(None).cast(LongType()))
     sends = completed_sends.unionByName(unmatched).cache()
 
     reads = (
         completions.filter((F.col("type") == "ok") & F.col("f").isin(*READ_FS))
-        .select("index", "process", F.explode(micro).alias("m"))
+        .select("index", "process", F.explode("micro").alias("m"))
         .filter(F.col("m.op") == "poll")
         .select("index", "process", F.explode("m.records").alias("r"))
         .select(
@@ -144,4 +163,4 @@ def load(spark: SparkSession, path: str) -> Frames:
         )
         .cache()
     )
-    return Frames(ops, damaged, attempted, sends, reads)
+    return Frames(ops, damaged, open_invokes, attempted, sends, reads)

@@ -59,7 +59,6 @@ def analyze(run_dir: Path, spark_master: str | None = None) -> dict[str, Any]:
         )
     anomalies = run_checks(fr)
     st = stats(fr)
-    open_invokes = _open_invokes(fr)
     verdict = decide(anomalies, spec.check.allowed, problems)
     results: dict[str, Any] = {
         "valid": verdict.pop("valid"),
@@ -71,7 +70,7 @@ def analyze(run_dir: Path, spark_master: str | None = None) -> dict[str, Any]:
             "path": str(path),
             "last_line": tail,
             "damaged_lines": fr.damaged,
-            "open_invokes": open_invokes,
+            "open_invokes": fr.open_invokes,
         },
         "analysis": {
             "spark_master": master,
@@ -83,18 +82,6 @@ def analyze(run_dir: Path, spark_master: str | None = None) -> dict[str, Any]:
     tmp.write_text(json.dumps(results, indent=2, default=str))
     os.replace(tmp, run_dir / "results.json")
     return results
-
-
-def _open_invokes(fr: Any) -> int:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    w = Window.partitionBy("process").orderBy("index")
-    return (
-        fr.ops.withColumn("next_type", F.lead("type").over(w))
-        .filter((F.col("type") == "invoke") & F.col("next_type").isNull())
-        .count()
-    )
 
 
 if __name__ == "__main__":

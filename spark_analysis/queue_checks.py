@@ -21,26 +21,49 @@ EXAMPLES = 8
 TP = ["topic", "partition"]
 
 
+_memo: dict[tuple[int, str], DataFrame] = {}
+
+
+def _shared(fr: Frames, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+    """Intermediate frames used by several checks are built and cached once."""
+    key = (id(fr), name)
+    if key not in _memo:
+        _memo[key] = build().cache()
+    return _memo[key]
+
+
+def release(fr: Frames) -> None:
+    for key in [k for k in _memo if k[0] == id(fr)]:
+        _memo.pop(key).unpersist()
+
+
 def _acked(fr: Frames) -> DataFrame:
-    return fr.sends.filter(F.col("outcome") == "ok")
+    return _shared(fr, "acked", lambda: fr.sends.filter(F.col("outcome") == "ok"))
 
 
 def _never_read(fr: Frames) -> DataFrame:
-    read_values = fr.reads.select("value").distinct()
-    return _acked(fr).join(read_values, "value", "left_anti")
+    def build() -> DataFrame:
+        read_values = fr.reads.select("value").distinct()
+        return _acked(fr).join(read_values, "value", "left_anti")
+
+    return _shared(fr, "never_read", build)
 
 
 def _max_read(fr: Frames) -> DataFrame:
-    return fr.reads.groupBy(*TP).agg(F.max("offset").alias("max_read_offset"))
+    return _shared(
+        fr, "max_read", lambda: fr.reads.groupBy(*TP).agg(F.max("offset").alias("max_read_offset"))
+    )
 
 
 def lost_write(fr: Frames) -> DataFrame:
-    return (
-        _never_read(fr)
+    return _shared(
+        fr,
+        "lost",
+        lambda: _never_read(fr)
         .filter(F.col("offset").isNotNull())
-        .join(_max_read(fr), TP)
+        .join(F.broadcast(_max_read(fr)), TP)
         .filter(F.col("max_read_offset") >= F.col("offset"))
-        .select("value", "topic", "partition", "offset", "process", "max_read_offset")
+        .select("value", "topic", "partition", "offset", "process", "max_read_offset"),
     )
 
 
@@ -54,8 +77,11 @@ def unseen(fr: Frames) -> DataFrame:
 
 
 def _observations(fr: Frames) -> DataFrame:
-    acked = _acked(fr).filter(F.col("offset").isNotNull()).select("value", *TP, "offset")
-    return fr.reads.select("value", *TP, "offset").unionByName(acked).distinct()
+    def build() -> DataFrame:
+        acked = _acked(fr).filter(F.col("offset").isNotNull()).select("value", *TP, "offset")
+        return fr.reads.select("value", *TP, "offset").unionByName(acked).distinct()
+
+    return _shared(fr, "observations", build)
 
 
 def duplicate(fr: Frames) -> DataFrame:
@@ -161,6 +187,7 @@ def run_checks(fr: Frames) -> dict[str, dict[str, Any]]:
                 out[name]["examples"] = [json.loads(r["detail"]) for r in rows]
             except Exception as e:
                 out[name] = _crashed(unit, e)
+    release(fr)
     return out
 
 
@@ -176,9 +203,7 @@ def _crashed(unit: str, e: Exception) -> dict[str, Any]:
 
 def stats(fr: Frames) -> dict[str, Any]:
     by_type = {r["type"]: r["count"] for r in fr.ops.groupBy("type").count().collect()}
-    outcomes = {
-        r["outcome"]: r["count"] for r in fr.sends.groupBy("outcome").count().collect()
-    }
+    outcomes = {r["outcome"]: r["count"] for r in fr.sends.groupBy("outcome").count().collect()}
     nemesis = fr.ops.filter(F.col("process") == "nemesis").filter(F.col("type") == "invoke")
     span = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
     return {

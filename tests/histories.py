@@ -11,8 +11,9 @@ from harness.spec import RunSpec
 TOPIC = "t"
 
 
-def send(value: int, partition: int, offset: int | None = None, outcome: str | None = None
-         ) -> dict[str, Any]:
+def send(
+    value: int, partition: int, offset: int | None = None, outcome: str | None = None
+) -> dict[str, Any]:
     m: dict[str, Any] = {"op": "send", "topic": TOPIC, "partition": partition, "value": value}
     if outcome is not None:
         m.update(offset=offset, outcome=outcome)
@@ -33,8 +34,9 @@ class Builder:
         (run_dir / "spec.json").write_text(spec.to_json())
         self.h = HistoryWriter(run_dir / "history.jsonl")
 
-    def sends(self, process: int, acks: list[tuple[int, int, int | None, str]],
-              op_type: str | None = None) -> Builder:
+    def sends(
+        self, process: int, acks: list[tuple[int, int, int | None, str]], op_type: str | None = None
+    ) -> Builder:
         """acks: (value, partition, offset, outcome) in invocation order."""
         self.h.invoke(process, "send", [send(v, p) for v, p, _, _ in acks])
         outcomes = {o for _, _, _, o in acks}
@@ -44,8 +46,12 @@ class Builder:
 
     def poll(self, process: int, records: list[tuple[int | None, int, int]]) -> Builder:
         self.h.invoke(process, "poll", [{"op": "poll"}])
-        self.h.complete("ok", process, "poll",
-                        [{"op": "poll", "records": [rec(v, p, o) for v, p, o in records]}])
+        self.h.complete(
+            "ok",
+            process,
+            "poll",
+            [{"op": "poll", "records": [rec(v, p, o) for v, p, o in records]}],
+        )
         return self
 
     def nemesis(self, f: str, value: dict[str, Any]) -> Builder:

@@ -78,8 +78,12 @@ def drain(
                 next_offset[p] = m.offset() + 1
                 raw = m.value()
                 records.append(
-                    {"topic": m.topic(), "partition": p, "offset": m.offset(),
-                     "value": int(raw) if raw is not None and raw.isdigit() else None}
+                    {
+                        "topic": m.topic(),
+                        "partition": p,
+                        "offset": m.offset(),
+                        "value": int(raw) if raw is not None and raw.isdigit() else None,
+                    }
                 )
             total += len(records)
             history.complete("ok", process, "poll", [{"op": "poll", "records": records}])

@@ -104,3 +104,14 @@ def table() -> list[tuple[str, str, str]]:
     ]
     rows += [(name(c), "info", why) for c, why in INFO_EXAMPLES.items()]
     return rows
+
+
+def render_markdown() -> str:
+    head = (
+        "# Error → outcome table\n\n"
+        "Generated from `workloads/outcomes.py` (a unit test keeps this file in step).\n"
+        "Rule: an error is `fail` only when the record is guaranteed not written; any\n"
+        "error not listed here is `info`. A timeout is never `fail`.\n\n"
+        "| error | outcome | why |\n|---|---|---|\n"
+    )
+    return head + "".join(f"| `{n}` | {o} | {w} |\n" for n, o, w in table())

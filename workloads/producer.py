@@ -95,8 +95,12 @@ class ProducerWorker:
     ) -> Outcome:
         vals = self.values.take(self.spec.batch)
         micro = [
-            {"op": "send", "topic": self.topic.name, "partition": v % self.topic.partitions,
-             "value": v}
+            {
+                "op": "send",
+                "topic": self.topic.name,
+                "partition": v % self.topic.partitions,
+                "value": v,
+            }
             for v in vals
         ]
         self.history.invoke(process, "send", micro)
@@ -118,7 +122,9 @@ class ProducerWorker:
         for i, m in enumerate(micro):
             try:
                 producer.produce(
-                    m["topic"], value=str(m["value"]).encode(), partition=m["partition"],
+                    m["topic"],
+                    value=str(m["value"]).encode(),
+                    partition=m["partition"],
                     on_delivery=report(i),
                 )
             except BufferError:

@@ -166,5 +166,5 @@ def test_damage_inside_history_is_unknown(spark, tmp_path: Path) -> None:
 def test_missing_run_dir_is_a_clear_error(tmp_path: Path, bad: str) -> None:
     from harness.errors import TrialError
 
-    with pytest.raises(TrialError, match="spec.json"):
+    with pytest.raises(TrialError, match=r"spec\.json"):
         analyze(tmp_path / bad)

@@ -49,14 +49,21 @@ def write_history(path: Path, send_ops: int, batch: int, processes: int, partiti
                 off = offsets[m["partition"]]
                 offsets[m["partition"]] += 1
                 done.append({**m, "offset": off, "outcome": "ok"})
-                records.append({"topic": "t", "partition": m["partition"], "offset": off,
-                                "value": m["value"]})
+                records.append(
+                    {"topic": "t", "partition": m["partition"], "offset": off, "value": m["value"]}
+                )
             emit({"type": "ok", "process": p, "f": "send", "value": done})
         drain = processes
         for i in range(0, len(records), 1000):
             emit({"type": "invoke", "process": drain, "f": "poll", "value": [{"op": "poll"}]})
-            emit({"type": "ok", "process": drain, "f": "poll",
-                  "value": [{"op": "poll", "records": records[i:i + 1000]}]})
+            emit(
+                {
+                    "type": "ok",
+                    "process": drain,
+                    "f": "poll",
+                    "value": [{"op": "poll", "records": records[i : i + 1000]}],
+                }
+            )
     return lines
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.errors import TrialError
 
@@ -147,9 +147,17 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 3, like every other setup problem; 2 means `unknown`."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(3, f"kafka-trial: {message} -- fix: see kafka-trial --help\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-trial", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = _Parser(prog="kafka-trial", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run a fault campaign and judge it")
     _spec_flags(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")

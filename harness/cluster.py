@@ -266,8 +266,31 @@ class Cluster:
             env[f"KAFKA_{name}"] = value
         return env
 
+    def _host_ports(self, j: int) -> tuple[object, object]:
+        base = self.spec.host_port_base
+        if base is None:
+            return ("127.0.0.1", None), ("127.0.0.1", None)
+        return ("127.0.0.1", base + 100 + j - 1), ("127.0.0.1", base + j - 1)
+
+    def _check_ports_free(self) -> None:
+        base = self.spec.host_port_base
+        if base is None:
+            return
+        for j in self.node_ids:
+            for port in (base + j - 1, base + 100 + j - 1):
+                with socket.socket() as s:
+                    try:
+                        s.bind(("127.0.0.1", port))
+                    except OSError:
+                        raise TrialError(
+                            f"port 127.0.0.1:{port} is in use",
+                            "stop what holds it, pick another cluster.host_port_base, "
+                            "or unset it to let Docker choose free ports",
+                        ) from None
+
     def start(self) -> None:
         remove_leftovers(self.client)
+        self._check_ports_free()
         self.network_name = f"kt-{self.run_id}"
         log(f"starting {self.spec.brokers} KRaft nodes (run {self.run_id})")
         self.client.networks.create(
@@ -275,7 +298,8 @@ class Cluster:
         )
         sidecars: dict[int, Container] = {}
         for j in self.node_ids:
-            sidecars[j] = self.client.containers.run(
+            api_bind, client_bind = self._host_ports(j)
+            sidecars[j] = self._run_container(
                 self.images.toxiproxy,
                 name=f"kt-{self.run_id}-proxy-{j}",
                 hostname=f"kafka-{j}",
@@ -285,10 +309,7 @@ class Cluster:
                         aliases=[f"kafka-{j}"]
                     )
                 },
-                ports={
-                    f"{API_PORT}/tcp": ("127.0.0.1", None),
-                    f"{CLIENT_PROXY_PORT}/tcp": ("127.0.0.1", None),
-                },
+                ports={f"{API_PORT}/tcp": api_bind, f"{CLIENT_PROXY_PORT}/tcp": client_bind},
                 labels=self._labels("proxy", j),
                 environment={"LOG_LEVEL": "info"},
                 detach=True,
@@ -317,7 +338,7 @@ class Cluster:
             volume = self.client.volumes.create(
                 name=f"kt-{self.run_id}-data-{j}", labels=self._labels("volume", j)
             )
-            broker = self.client.containers.run(
+            broker = self._run_container(
                 self.images.kafka,
                 name=f"kt-{self.run_id}-kafka-{j}",
                 network_mode=f"container:{sc.id}",
@@ -327,6 +348,18 @@ class Cluster:
                 detach=True,
             )
             self.brokers[j] = Broker(j, broker, sc, toxi, client_port)
+
+    def _run_container(self, image: str, **kw: object) -> Container:
+        try:
+            return self.client.containers.run(image, **kw)  # type: ignore[arg-type]
+        except APIError as e:
+            msg = str(e.explanation or e)
+            if "port is already allocated" in msg or "address already in use" in msg:
+                raise TrialError(
+                    f"a host port is in use: {msg[:200]}",
+                    "free the port, pick another cluster.host_port_base, or unset it",
+                ) from None
+            raise
 
     def _await_toxiproxy(self, toxi: ToxiproxyClient, j: int) -> None:
         deadline = time.monotonic() + 30

@@ -48,7 +48,9 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
 class ClusterSpec(_Frozen):
     brokers: int = Field(3, ge=3, le=7)
     kafka_version: str = Field(
-        "4", description="exact version (4.1.1) or a prefix (4, 3.9): newest that resolves"
+        "4",
+        pattern=r"^\d+(\.\d+){0,2}$",
+        description="exact version (4.1.1) or a prefix (4, 3.9): newest that resolves",
     )
     kafka_image: str | None = Field(
         None, description="use this image instead of building one (apache/kafka contract)"
@@ -60,6 +62,13 @@ class ClusterSpec(_Frozen):
     broker_heap: str = "512m"
     broker_config: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BROKER_CONFIG))
     startup_timeout_s: float = Field(180.0, gt=0)
+    host_port_base: int | None = Field(
+        None,
+        ge=1024,
+        le=65000,
+        description="fixed host ports: clients at BASE+j-1, Toxiproxy APIs at BASE+100+j-1; "
+        "unset = free ports chosen by Docker",
+    )
 
 
 class TopicSpec(_Frozen):

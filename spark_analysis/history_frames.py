@@ -104,7 +104,11 @@ def load(spark: SparkSession, path: str) -> Frames:
         & ~(is_client & F.col("_corrupt").isNotNull())
     )
     parsed = raw.select(
-        "index", "time", "type", "process", "f",
+        "index",
+        "time",
+        "type",
+        "process",
+        "f",
         ok_line.alias("ok_line"),
         F.when(is_client, F.col("value")).alias("micro"),
     )
@@ -143,9 +147,9 @@ def load(spark: SparkSession, path: str) -> Frames:
         ),
     )
     # An invoke with no completion (the history was cut off) is indeterminate.
-    unmatched = _send_rows(
-        invokes.join(F.broadcast(open_idx), "index"), F.lit("info")
-    ).withColumn("offset", F.lit(None).cast(LongType()))
+    unmatched = _send_rows(invokes.join(F.broadcast(open_idx), "index"), F.lit("info")).withColumn(
+        "offset", F.lit(None).cast(LongType())
+    )
     sends = completed_sends.unionByName(unmatched).cache()
 
     reads = (

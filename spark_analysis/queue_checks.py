@@ -59,11 +59,13 @@ def lost_write(fr: Frames) -> DataFrame:
     return _shared(
         fr,
         "lost",
-        lambda: _never_read(fr)
-        .filter(F.col("offset").isNotNull())
-        .join(F.broadcast(_max_read(fr)), TP)
-        .filter(F.col("max_read_offset") >= F.col("offset"))
-        .select("value", "topic", "partition", "offset", "process", "max_read_offset"),
+        lambda: (
+            _never_read(fr)
+            .filter(F.col("offset").isNotNull())
+            .join(F.broadcast(_max_read(fr)), TP)
+            .filter(F.col("max_read_offset") >= F.col("offset"))
+            .select("value", "topic", "partition", "offset", "process", "max_read_offset")
+        ),
     )
 
 

@@ -1,0 +1,59 @@
+"""Bad input: one line naming the problem and the fix, a non-zero exit, nothing lost."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def kt(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_bad_flag_value(tmp_path: Path) -> None:
+    r = kt("run", "--acks", "2", "--runs-dir", str(tmp_path))
+    assert r.returncode == 3
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "producer.acks" in lines[0] and "fix:" in lines[0]
+    assert not any(tmp_path.iterdir())  # nothing started, nothing written
+
+
+def test_missing_docker_engine(tmp_path: Path) -> None:
+    r = kt(
+        "run",
+        "--runs-dir",
+        str(tmp_path),
+        "--duration",
+        "5",
+        env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+    )
+    assert r.returncode == 3
+    last = r.stderr.strip().splitlines()[-1]
+    assert "no Docker engine answers at unix:///nonexistent/docker.sock" in last
+    assert "fix:" in last
+    # The run directory keeps the spec, so the failed attempt is on record.
+    (run_dir,) = list(tmp_path.iterdir())
+    assert (run_dir / "spec.json").exists()
+
+
+def test_analyze_of_a_missing_run(tmp_path: Path) -> None:
+    r = kt("analyze", str(tmp_path / "nope"))
+    assert r.returncode == 3
+    assert "spec.json is missing" in r.stderr and "fix:" in r.stderr
+
+
+def test_usage_error_exit_code(tmp_path: Path) -> None:
+    r = kt("run", "--no-such-flag")
+    assert r.returncode == 3

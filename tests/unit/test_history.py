@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import TrialError
+from harness.history import HistoryWriter, read_history
+
+
+def test_indexes_and_times_increase(tmp_path: Path) -> None:
+    h = HistoryWriter(tmp_path / "h.jsonl")
+    h.invoke(0, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 1}])
+    h.invoke("nemesis", "kill", {"target": "leader"})
+    h.complete("ok", "nemesis", "kill", {"brokers": [1]})
+    h.complete("info", 0, "send", [], "_MSG_TIMED_OUT")
+    h.close()
+    ops = read_history(tmp_path / "h.jsonl").ops
+    assert [o.index for o in ops] == [0, 1, 2, 3]
+    assert all(a.time <= b.time for a, b in zip(ops, ops[1:], strict=False))
+    assert ops[3].error == "_MSG_TIMED_OUT"
+    assert "error" not in json.loads((tmp_path / "h.jsonl").read_text().splitlines()[0])
+
+
+def test_every_line_is_on_disk_before_close(tmp_path: Path) -> None:
+    h = HistoryWriter(tmp_path / "h.jsonl")
+    h.invoke(0, "poll", [{"op": "poll"}])
+    # Not closed: a crash now must still leave the line readable.
+    assert len((tmp_path / "h.jsonl").read_text().splitlines()) == 1
+    h.close()
+
+
+def test_one_outstanding_op_per_process(tmp_path: Path) -> None:
+    h = HistoryWriter(tmp_path / "h.jsonl")
+    h.invoke(0, "send", [])
+    with pytest.raises(RuntimeError):
+        h.invoke(0, "send", [])
+    with pytest.raises(RuntimeError):
+        h.complete("ok", 0, "poll", [])
+    with pytest.raises(RuntimeError):
+        h.complete("ok", 1, "send", [])
+    with pytest.raises(ValueError):
+        h.complete("invoke", 0, "send", [])  # type: ignore[arg-type]
+
+
+def test_abandon_open_completes_as_info(tmp_path: Path) -> None:
+    h = HistoryWriter(tmp_path / "h.jsonl")
+    h.invoke(3, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 9}])
+    h.invoke("nemesis", "kill", {})
+    assert h.abandon_open("stopped") == 2
+    h.close()
+    ops = read_history(tmp_path / "h.jsonl").ops
+    done = {o.process: o for o in ops if o.type != "invoke"}
+    assert done[3].type == "info" and done[3].error == "stopped"
+    assert done[3].value[0] == {
+        "op": "send",
+        "topic": "t",
+        "partition": 0,
+        "value": 9,
+        "offset": None,
+        "outcome": "info",
+    }
+    assert done["nemesis"].type == "info"
+
+
+def test_history_cut_off_mid_line_keeps_every_complete_line(tmp_path: Path) -> None:
+    p = tmp_path / "h.jsonl"
+    h = HistoryWriter(p)
+    h.invoke(0, "send", [])
+    h.complete("ok", 0, "send", [])
+    h.close()
+    with p.open("a") as fh:
+        fh.write('{"index":2,"time":5,"ty')
+    loaded = read_history(p)
+    assert len(loaded.ops) == 2
+    assert loaded.truncated_line == 3
+
+
+def test_damage_before_the_last_line_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "h.jsonl"
+    p.write_text(
+        '{"index":0,"time":0,"type":"invoke","process":0,"f":"send","value":[]}\n'
+        "garbage\n"
+        '{"index":1,"time":1,"type":"ok","process":0,"f":"send","value":[]}\n'
+    )
+    with pytest.raises(TrialError, match="line 2"):
+        read_history(p)
+
+
+def test_refuses_to_overwrite_a_history(tmp_path: Path) -> None:
+    p = tmp_path / "h.jsonl"
+    p.write_text("{}\n")
+    with pytest.raises(TrialError):
+        HistoryWriter(p)

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.errors import TrialError
+from harness.spec import RunSpec, build_spec, load_spec, read_saved_spec
+
+
+def test_defaults_are_the_safe_configuration() -> None:
+    s = RunSpec()
+    assert s.producer.acks == "all" and s.producer.idempotence
+    assert s.topic.replication_factor == 3 and s.topic.min_insync_replicas == 2
+    assert not s.topic.unclean_leader_election
+    assert s.cluster.brokers == 3
+
+
+def test_spec_is_frozen() -> None:
+    s = RunSpec()
+    with pytest.raises(Exception):  # noqa: B017 - pydantic raises its ValidationError
+        s.seed = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"producer": {"acks": "2"}}, "producer.acks"),
+        ({"producer": {"acks": "1", "idempotence": True}}, "idempotence requires acks=all"),
+        ({"topic": {"replication_factor": 5}}, "exceeds cluster.brokers"),
+        ({"nemesis": {"faults": ["meteor"]}}, "unknown nemesis meteor"),
+        ({"check": {"allowed": ["nonsense"]}}, "unknown anomaly type"),
+        ({"duration_s": -1}, "duration_s"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_values_give_one_clear_line(data: dict, needle: str) -> None:
+    with pytest.raises(TrialError) as e:
+        build_spec(data)
+    line = e.value.one_line()
+    assert needle in line
+    assert "fix:" in line and "\n" not in line
+
+
+def test_yaml_file_and_overrides(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text("seed: 7\nproducer:\n  acks: '1'\n  idempotence: false\n")
+    s = load_spec(p, {"producer": {"retries": 0}})
+    assert (s.seed, s.producer.acks, s.producer.retries) == (7, "1", 0)
+
+
+def test_missing_and_broken_config_files(tmp_path: Path) -> None:
+    with pytest.raises(TrialError, match="does not exist"):
+        load_spec(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("producer: [unclosed\n")
+    with pytest.raises(TrialError, match="not valid YAML"):
+        load_spec(bad)
+
+
+def test_saved_spec_round_trips(tmp_path: Path) -> None:
+    s = build_spec({"seed": 3, "nemesis": {"faults": ["kill-leader"]}})
+    (tmp_path / "spec.json").write_text(s.to_json())
+    assert read_saved_spec(tmp_path) == s

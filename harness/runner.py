@@ -202,7 +202,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     finally:
         with signals_deferred():
             stop.set()
-            _finish(cluster, history, run_dir, threads)
+            _finish(cluster, history, rec, run_dir, threads)
             info["phases"] = phases
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
@@ -232,10 +232,14 @@ def _finish(
         th.join(2)
     history.abandon_open("harness stopped before this op completed")
     if cluster.brokers:
-        try:
+
+        def heal() -> dict[str, Any]:
             cluster.heal_all()
-        except Exception as e:
-            log(f"heal before teardown incomplete: {e}")
+            return {"brokers": cluster.node_ids}
+
+        # Recorded like any heal, so the history shows the cluster was left whole.
+        if not rec.do("heal-all", {"phase": "teardown"}, heal):
+            log("heal before teardown incomplete; removing the cluster anyway")
     history.close()
     try:
         cluster.collect_logs(run_dir / "logs")

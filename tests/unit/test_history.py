@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -18,7 +19,7 @@ def test_indexes_and_times_increase(tmp_path: Path) -> None:
     h.close()
     ops = read_history(tmp_path / "h.jsonl").ops
     assert [o.index for o in ops] == [0, 1, 2, 3]
-    assert all(a.time <= b.time for a, b in zip(ops, ops[1:], strict=False))
+    assert all(a.time <= b.time for a, b in itertools.pairwise(ops))
     assert ops[3].error == "_MSG_TIMED_OUT"
     assert "error" not in json.loads((tmp_path / "h.jsonl").read_text().splitlines()[0])
 

@@ -1,0 +1,81 @@
+"""Real brokers in real containers behind real Toxiproxy: no mocks here."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+
+import docker
+import pytest
+
+from harness.cluster import CONTROLLER_PROXY_BASE, INTERNAL_PROXY_BASE, LABEL, Cluster
+from harness.engine import ensure_engine
+from harness.images import Images, ensure_images
+from harness.spec import RunSpec
+
+# ApiVersions v0, correlation id 1, client id "kt": any Kafka listener answers it.
+API_VERSIONS = b"\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02kt"
+_PROBE = (
+    "exec 3<>/dev/tcp/127.0.0.1/{port} || exit 2; "
+    "printf '\\x00\\x00\\x00\\x0c\\x00\\x12\\x00\\x00\\x00\\x00\\x00\\x01\\x00\\x02kt' >&3; "
+    'test "$(head -c 4 <&3 | wc -c)" = 4'
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def engine() -> docker.DockerClient:
+    return ensure_engine()
+
+
+@pytest.fixture(scope="session")
+def images(engine: docker.DockerClient) -> Images:
+    return ensure_images(engine, RunSpec().cluster)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers_after_session(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if any("/integration/" in str(i.fspath) for i in request.session.items):
+        client = ensure_engine()
+        left = client.containers.list(all=True, filters={"label": [LABEL]})
+        assert not left, f"containers left behind: {[c.name for c in left]}"
+
+
+def probe(cluster: Cluster, src: int, dst: int, kind: str, timeout_s: int = 3) -> bool:
+    """Does a Kafka request from node src's namespace to dst's listener get an answer?"""
+    base = INTERNAL_PROXY_BASE if kind == "internal" else CONTROLLER_PROXY_BASE
+    cmd = ["timeout", str(timeout_s), "bash", "-c", _PROBE.format(port=base + dst)]
+    res = cluster.brokers[src].container.exec_run(cmd)
+    return res.exit_code == 0
+
+
+def probe_client(port: int, timeout_s: float = 3) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+            s.sendall(API_VERSIONS)
+            got = b""
+            while len(got) < 4:
+                chunk = s.recv(4 - len(got))
+                if not chunk:
+                    return False
+                got += chunk
+            return True
+    except OSError:
+        return False
+
+
+def containers_of(run_id: str) -> list[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=kafka-trial.run={run_id}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.split()

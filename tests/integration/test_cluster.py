@@ -1,0 +1,147 @@
+"""The cluster model and the link faults have the effect they claim, on real brokers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from harness.cluster import Cluster
+from harness.history import HistoryWriter, read_history
+from harness.images import Images
+from harness.spec import RunSpec
+from nemesis.packages import IsolateBroker, KillLeader
+from nemesis.recorder import NemesisRecorder
+from tests.integration.conftest import containers_of, probe, probe_client
+
+SPEC = RunSpec()
+TOPIC = SPEC.topic.name
+
+
+@pytest.fixture(scope="module")
+def cluster(engine: docker.DockerClient, images: Images, tmp_path_factory) -> Iterator[Cluster]:
+    c = Cluster(engine, SPEC.cluster, images)
+    try:
+        c.start()
+        c.await_registered(SPEC.cluster.startup_timeout_s)
+        c.create_topic(SPEC.topic)
+        assert c.await_in_sync(TOPIC, 120)
+        yield c
+    finally:
+        c.collect_logs(tmp_path_factory.mktemp("logs"))
+        c.teardown()
+        assert containers_of(c.run_id) == []
+
+
+@pytest.fixture
+def rec(tmp_path: Path) -> Iterator[NemesisRecorder]:
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    yield NemesisRecorder(h)
+    h.close()
+
+
+def all_pairs(cluster: Cluster) -> list[tuple[int, int, str]]:
+    ids = cluster.node_ids
+    return [(a, b, k) for a in ids for b in ids if a != b for k in ("internal", "controller")]
+
+
+def test_brokers_advertise_their_proxy_on_loopback(cluster: Cluster) -> None:
+    md = cluster.admin().list_topics(timeout=10)
+    advertised = {b.id: (b.host, b.port) for b in md.brokers.values()}
+    assert advertised == {j: ("127.0.0.1", b.client_port) for j, b in cluster.brokers.items()}
+    # The broker's own client listener is bound to its namespace's loopback only:
+    # a host client can reach it only through the sidecar's proxy.
+    for b in cluster.brokers.values():
+        assert b.sidecar.attrs["HostConfig"]["PortBindings"]
+        assert b.container.attrs["HostConfig"]["NetworkMode"].startswith("container:")
+
+
+def test_every_link_answers_when_healthy(cluster: Cluster) -> None:
+    bad = [p for p in all_pairs(cluster) if not probe(cluster, *p)]
+    assert bad == []
+    assert all(probe_client(b.client_port) for b in cluster.brokers.values())
+
+
+@pytest.mark.parametrize("mode", ["drop", "reject"])
+def test_one_directed_link_is_cut_alone(cluster: Cluster, mode: str) -> None:
+    link = cluster.link(1, 2, "internal")
+    link.cut(mode)  # type: ignore[arg-type]
+    try:
+        assert not probe(cluster, 1, 2, "internal")
+        assert probe(cluster, 1, 3, "internal"), "A->C must not be touched"
+        assert probe(cluster, 2, 1, "internal"), "B->A must not be touched"
+        assert probe(cluster, 1, 2, "controller"), "other listener must not be touched"
+    finally:
+        link.heal()
+    assert probe(cluster, 1, 2, "internal")
+
+
+def test_isolate_broker_cuts_it_off_and_heal_restores(cluster: Cluster, rec) -> None:
+    pkg = IsolateBroker(cluster, rec)
+    pkg.fault(pick=0)
+    target = 1
+    others = [j for j in cluster.node_ids if j != target]
+    try:
+        for o in others:
+            for kind in ("internal", "controller"):
+                assert not probe(cluster, target, o, kind), f"{target}->{o} {kind}"
+                assert not probe(cluster, o, target, kind), f"{o}->{target} {kind}"
+        assert probe(cluster, others[0], others[1], "internal")
+        assert probe(cluster, others[1], others[0], "controller")
+    finally:
+        pkg.heal()
+    assert [p for p in all_pairs(cluster) if not probe(cluster, *p)] == []
+    assert cluster.await_in_sync(TOPIC, 90)
+    ops = read_history(rec.history.path).ops
+    assert [(o.type, o.f) for o in ops] == [
+        ("invoke", "partition"),
+        ("ok", "partition"),
+        ("invoke", "heal"),
+        ("ok", "heal"),
+    ]
+    assert ops[1].value["brokers"] == [target]
+
+
+def test_client_link_cut_blocks_only_that_broker(cluster: Cluster) -> None:
+    link = cluster.link(None, 1, "client")
+    link.cut("reject")
+    try:
+        assert not probe_client(cluster.brokers[1].client_port)
+        assert probe_client(cluster.brokers[2].client_port)
+    finally:
+        link.heal()
+    assert probe_client(cluster.brokers[1].client_port)
+
+
+def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -> None:
+    old = cluster.leader_of(TOPIC, 0)
+    assert old is not None
+    pkg = KillLeader(cluster, rec, TOPIC, 0)
+    pkg.fault(pick=0)
+    assert cluster.brokers[old].status() == "exited"
+    deadline = time.monotonic() + 60
+    new = old
+    while time.monotonic() < deadline and new in (old, None):
+        time.sleep(0.5)
+        new = cluster.leader_of(TOPIC, 0)
+    assert new not in (old, None), "no new leader within 60s"
+    pkg.heal()
+    assert cluster.brokers[old].status() == "running"
+    assert cluster.await_in_sync(TOPIC, 120), "killed broker did not rejoin the ISR"
+    ops = read_history(rec.history.path).ops
+    assert ops[1].f == "kill" and ops[1].value["brokers"] == [old]
+    assert ops[3].f == "start" and ops[3].type == "ok"
+
+
+def test_paused_broker_stops_answering(cluster: Cluster) -> None:
+    b = cluster.brokers[3]
+    b.pause()
+    try:
+        assert not probe(cluster, 1, 3, "internal")
+        assert not probe_client(b.client_port)
+    finally:
+        b.resume()
+    assert probe_client(b.client_port)

@@ -224,26 +224,35 @@ def _guard(fn: Any) -> Any:
 def _finish(
     cluster: Cluster,
     history: HistoryWriter,
+    rec: NemesisRecorder,
     run_dir: Path,
     threads: list[threading.Thread],
 ) -> None:
-    """Heal, close the history without losing a line, collect logs, remove everything."""
-    for th in threads:
-        th.join(2)
-    history.abandon_open("harness stopped before this op completed")
-    if cluster.brokers:
+    """Heal, close the history without losing a line, collect logs, remove everything.
 
-        def heal() -> dict[str, Any]:
-            cluster.heal_all()
-            return {"brokers": cluster.node_ids}
-
-        # Recorded like any heal, so the history shows the cluster was left whole.
-        if not rec.do("heal-all", {"phase": "teardown"}, heal):
-            log("heal before teardown incomplete; removing the cluster anyway")
-    history.close()
+    Each step is guarded on its own: whatever fails, the cluster is still removed.
+    """
     try:
-        cluster.collect_logs(run_dir / "logs")
+        for th in threads:
+            th.join(2)
+        history.abandon_open("harness stopped before this op completed")
+        if cluster.brokers:
+
+            def heal() -> dict[str, Any]:
+                cluster.heal_all()
+                return {"brokers": cluster.node_ids}
+
+            # Recorded like any heal, so the history shows the cluster was left whole.
+            if not rec.do("heal-all", {"phase": "teardown"}, heal):
+                log("heal before teardown incomplete; removing the cluster anyway")
     except Exception as e:
-        log(f"log collection incomplete: {e}")
-    cluster.teardown()
-    log(f"cluster removed; run directory {run_dir}")
+        log(f"teardown heal failed: {type(e).__name__}: {e}")
+    finally:
+        try:
+            history.close()
+            cluster.collect_logs(run_dir / "logs")
+        except Exception as e:
+            log(f"log collection incomplete: {e}")
+        finally:
+            cluster.teardown()
+            log(f"cluster removed; run directory {run_dir}")

@@ -6,9 +6,9 @@ import socket
 import subprocess
 from collections.abc import Iterator
 
-import docker
 import pytest
 
+import docker
 from harness.cluster import CONTROLLER_PROXY_BASE, INTERNAL_PROXY_BASE, LABEL, Cluster
 from harness.engine import ensure_engine
 from harness.images import Images, ensure_images

@@ -6,9 +6,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
+import docker
 from harness.cluster import Cluster
 from harness.history import HistoryWriter, read_history
 from harness.images import Images

@@ -1,0 +1,78 @@
+"""Whole campaigns, judged by the Spark checker: one safe, one that must lose data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.history import read_history
+from harness.runner import new_run_dir, run
+from harness.spec import build_spec
+from spark_analysis.job import analyze
+
+
+def _run(tmp_path: Path, data: dict) -> tuple[Path, dict]:
+    spec = build_spec({"runs_dir": str(tmp_path), **data})
+    run_dir = new_run_dir(spec)
+    run(spec, run_dir)
+    return run_dir, analyze(run_dir)
+
+
+def _counts(res: dict) -> dict[str, int]:
+    return {k: v["count"] for k, v in res["anomalies"].items()}
+
+
+@pytest.mark.slow
+def test_safe_config_keeps_every_acknowledged_write(tmp_path: Path, images) -> None:
+    """Claim C4, issue 2 (a): acks=all, idempotence, RF=3, min.isr=2, no unclean
+    election, under repeated leader kills and broker isolation."""
+    run_dir, res = _run(
+        tmp_path,
+        {
+            "name": "safe",
+            "seed": 4,
+            "duration_s": 50,
+            "topic": {"partitions": 3, "min_insync_replicas": 2},
+            "producer": {"acks": "all", "idempotence": True},
+            "nemesis": {"faults": ["kill-leader", "isolate-broker"], "fault_s": 7, "quiet_s": 4},
+        },
+    )
+    c = _counts(res)
+    ops = read_history(run_dir / "history.jsonl").ops
+    faults = [
+        o for o in ops if o.process == "nemesis" and o.type == "ok" and o.f in ("kill", "partition")
+    ]
+    assert {o.f for o in faults} == {"kill", "partition"}, "both fault kinds must have run"
+    assert len(faults) >= 3
+    assert res["stats"]["send_outcomes"].get("ok", 0) > 1000
+    assert c["lost-write"] == 0
+    assert c["duplicate"] == 0
+    assert res["valid"] is True, (c, res["problems"])
+
+
+@pytest.mark.slow
+def test_lone_leader_then_unclean_election_loses_acknowledged_writes(
+    tmp_path: Path, images
+) -> None:
+    """Claim C5, issue 2 (b): isolate the leader from its followers until the ISR is
+    the leader alone, write, kill it, and let an out-of-sync replica lead."""
+    run_dir, res = _run(
+        tmp_path,
+        {
+            "name": "lossy",
+            "seed": 1,
+            "duration_s": 25,
+            "topic": {"partitions": 1, "min_insync_replicas": 1, "unclean_leader_election": True},
+            "producer": {"acks": "1", "idempotence": False},
+            "nemesis": {"faults": ["unclean-failover"], "fault_s": 6, "quiet_s": 4},
+        },
+    )
+    c = _counts(res)
+    ops = read_history(run_dir / "history.jsonl").ops
+    done = [(o.f, o.type) for o in ops if o.process == "nemesis" and o.type != "invoke"]
+    for step in ("partition", "await-isr-shrink", "kill", "elect-unclean", "start"):
+        assert (step, "ok") in done, f"nemesis step {step} did not succeed: {done}"
+    assert c["lost-write"] > 0
+    assert res["valid"] is False
+    assert "lost-write" in res["forbidden_seen"]

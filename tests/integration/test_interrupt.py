@@ -1,0 +1,76 @@
+"""Ctrl-C and SIGTERM mid-fault: the cluster is healed and removed, the history kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import LABEL
+from harness.engine import ensure_engine
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--runs-dir",
+            str(tmp_path),
+            "--duration",
+            "120",
+            "--nemesis",
+            "isolate-broker",
+            "--no-analyze",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 240
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if "nemesis partition" in line:  # a fault is active right now
+                break
+            assert time.monotonic() < deadline, "".join(seen)
+        else:
+            pytest.fail("run ended before a fault started:\n" + "".join(seen))
+        time.sleep(1)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, "".join(seen) + err
+    client = ensure_engine()
+    assert client.containers.list(all=True, filters={"label": [LABEL]}) == []
+    assert client.networks.list(filters={"label": [LABEL]}) == []
+    assert client.volumes.list(filters={"label": [LABEL]}) == []
+    (run_dir,) = list(tmp_path.iterdir())
+    lines = (run_dir / "history.jsonl").read_text().splitlines()
+    ops = [json.loads(x) for x in lines]  # every line whole
+    open_ops: dict[object, str] = {}
+    for op in ops:
+        if op["type"] == "invoke":
+            assert op["process"] not in open_ops
+            open_ops[op["process"]] = op["f"]
+        else:
+            assert open_ops.pop(op["process"]) == op["f"]
+    assert open_ops == {}, "every invoke must have its completion"
+    nemesis = [(o["f"], o["type"]) for o in ops if o["process"] == "nemesis"]
+    assert ("partition", "ok") in nemesis
+    assert nemesis[-1] == ("heal-all", "ok"), "teardown heal must be on record"
+    assert (run_dir / "logs" / "kafka-1.log").stat().st_size > 0

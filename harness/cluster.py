@@ -147,7 +147,11 @@ class Broker:
 
 
 def _cluster_id() -> str:
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # A leading '-' would read as an option to kafka-storage in other images' scripts.
+    while True:
+        cid = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _owner_alive(labels: dict[str, str]) -> bool:

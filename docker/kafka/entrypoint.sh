@@ -23,7 +23,7 @@ grep -q '^log.dirs=' "$conf" || echo "log.dirs=/var/lib/kafka/data" >> "$conf"
 
 cp=/opt/kafka/libs/*
 java -cp "$cp" kafka.tools.StorageTool format \
-  --cluster-id "$CLUSTER_ID" --config "$conf" --ignore-formatted
+  --cluster-id="$CLUSTER_ID" --config "$conf" --ignore-formatted
 
 # shellcheck disable=SC2086
 exec java ${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m} ${KAFKA_OPTS:-} \

@@ -26,6 +26,7 @@ from harness.history import HistoryWriter
 from harness.images import ensure_images
 from harness.log import log
 from harness.spec import RunSpec
+from harness.state_timeline import StateTimeline
 from nemesis.packages import build_packages
 from nemesis.recorder import NemesisRecorder
 from nemesis.runner import NemesisRunner
@@ -121,8 +122,10 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     cluster = Cluster(client, spec.cluster, images)
     logger = _client_logger(run_dir)
     stop = threading.Event()
+    sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
     workers: list[ProducerWorker] = []
     threads: list[threading.Thread] = []
+    observers: list[threading.Thread] = []
     rec = NemesisRecorder(history)
     nemesis: NemesisRunner | None = None
     nemesis_thread: threading.Thread | None = None
@@ -149,6 +152,13 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 )
             phase("cluster_ready")
             log(f"cluster ready: {cluster.bootstrap}")
+            timeline = StateTimeline(
+                cluster, spec.topic.name, history, run_dir / "cluster-state.jsonl", sampling
+            )
+            observers.append(
+                threading.Thread(target=_guard(timeline.run), name="state-timeline", daemon=True)
+            )
+            observers[-1].start()
             pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
             for i in range(spec.producer.workers):
                 w = ProducerWorker(
@@ -202,7 +212,8 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     finally:
         with signals_deferred():
             stop.set()
-            _finish(cluster, history, rec, run_dir, threads)
+            sampling.set()
+            _finish(cluster, history, rec, run_dir, threads + observers)
             info["phases"] = phases
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))

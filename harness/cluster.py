@@ -18,6 +18,7 @@ Topology, and why:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import socket
@@ -55,6 +56,7 @@ CLIENT_PROXY_PORT = 19092
 INTERNAL_PROXY_BASE = 19100
 CONTROLLER_PROXY_BASE = 19200
 API_PORT = 8474
+QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 LinkKind = Literal["internal", "controller", "client"]
 CutMode = Literal["drop", "reject"]
@@ -78,15 +80,19 @@ class Link:
     def proxy(self) -> str:
         return proxy_name(self.dst, self.kind)
 
-    def cut(self, mode: CutMode = "drop") -> None:
+    def cut(
+        self, mode: CutMode = "drop", streams: tuple[str, ...] = ("upstream", "downstream")
+    ) -> None:
+        """Cut this link. `streams` narrows a drop to one direction of its connections:
+        upstream is what src sends, downstream what dst answers."""
         if mode == "reject":
-            # Disabling closes live connections and refuses new ones.
+            # Disabling closes live connections and refuses new ones (both directions).
             self.toxi.set_enabled(self.proxy, False)
             return
         # timeout=0 holds data forever without closing: a silent black hole.
         existing = {t["name"] for t in self.toxi.toxics(self.proxy)}
         for name, stream in zip(CUT_TOXICS, ("upstream", "downstream"), strict=True):
-            if name not in existing:
+            if stream in streams and name not in existing:
                 self.toxi.add_toxic(
                     self.proxy,
                     Toxic(name, "timeout", stream, {"timeout": 0}),  # type: ignore[arg-type]
@@ -476,6 +482,32 @@ class Cluster:
                 return True
             time.sleep(0.5)
         return False
+
+    def active_controller(self) -> int | None:
+        """The KRaft quorum leader, from the quorum-state file of every running node.
+
+        Clients cannot ask for it (brokers report a random broker as "controller" in
+        KRaft), but each node persists its view of the leader and epoch there; the
+        highest epoch wins.
+        """
+        best: tuple[int, int] | None = None
+        for b in self.brokers.values():
+            if b.status() != "running":
+                continue
+            try:
+                res = b.container.exec_run(["cat", QUORUM_STATE])
+            except (APIError, NotFound):
+                continue
+            if res.exit_code != 0:
+                continue
+            try:
+                st = json.loads(res.output)
+            except ValueError:
+                continue
+            leader, epoch = int(st.get("leaderId", -1)), int(st.get("leaderEpoch", -1))
+            if leader >= 0 and (best is None or epoch > best[1]):
+                best = (leader, epoch)
+        return None if best is None else best[0]
 
     def set_topic_config(self, topic: str, config: dict[str, str]) -> None:
         res = ConfigResource("topic", topic, set_config=config)

@@ -24,7 +24,30 @@ ANOMALY_TYPES = (
     "reorder",
 )
 
-NEMESIS_PACKAGES = ("kill-leader", "isolate-broker", "unclean-failover")
+NEMESIS_PACKAGES = (
+    "kill",
+    "stop",
+    "pause",
+    "bounce",
+    "partition",
+    "client-partition",
+    "degrade",
+    "slow-follower",
+    "kill-leader",
+    "isolate-broker",
+    "unclean-failover",
+)
+TARGET_ROLES = ("random", "leader", "followers", "controller", "minority", "majority", "all")
+PARTITION_TOPOLOGIES = (
+    "isolate-random",
+    "isolate-leader",
+    "isolate-controller",
+    "halves",
+    "majorities-ring",
+    "bridge",
+    "one-way",
+)
+TOXICS = ("latency", "bandwidth", "slicer", "reset_peer", "limit_data", "slow_close", "timeout")
 
 
 class _Frozen(BaseModel):
@@ -114,19 +137,47 @@ class ProducerSpec(_Frozen):
         }
 
 
+class DegradeSpec(_Frozen):
+    """The toxic that `degrade` and `slow-follower` add (Toxiproxy's attribute names)."""
+
+    type: str = "latency"
+    attributes: dict[str, int] = Field(default_factory=lambda: {"latency": 15000, "jitter": 0})
+    stream: Literal["upstream", "downstream"] = "upstream"
+    links: Literal["client", "follower-replication"] = "client"
+
+    @model_validator(mode="after")
+    def _known(self) -> DegradeSpec:
+        if self.type not in TOXICS:
+            raise ValueError(f"unknown toxic {self.type}; choose from {', '.join(TOXICS)}")
+        return self
+
+
 class NemesisSpec(_Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
     fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
     quiet_s: float = Field(6.0, ge=0, description="healthy time between faults")
     target_partition: int = Field(0, ge=0)
+    targets: tuple[str, ...] = Field(
+        ("random", "leader", "controller"), description="roles process faults pick from"
+    )
+    topologies: tuple[str, ...] = Field(PARTITION_TOPOLOGIES, description="for `partition`")
+    partition_mode: Literal["drop", "reject"] = "drop"
+    degrade: DegradeSpec = DegradeSpec()
 
     @model_validator(mode="after")
     def _known(self) -> NemesisSpec:
-        unknown = [f for f in self.faults if f not in NEMESIS_PACKAGES]
-        if unknown:
-            raise ValueError(
-                f"unknown nemesis {', '.join(unknown)}; choose from {', '.join(NEMESIS_PACKAGES)}"
-            )
+        for field_name, values, known in (
+            ("nemesis", self.faults, NEMESIS_PACKAGES),
+            ("target role", self.targets, TARGET_ROLES),
+            ("topology", self.topologies, PARTITION_TOPOLOGIES),
+        ):
+            unknown = [v for v in values if v not in known]
+            if unknown:
+                raise ValueError(
+                    f"unknown {field_name} {', '.join(unknown)}; choose from {', '.join(known)}"
+                )
+        if not self.targets or not self.topologies:
+            raise ValueError("nemesis.targets and nemesis.topologies must not be empty")
         return self
 
 

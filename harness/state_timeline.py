@@ -37,8 +37,11 @@ class StateTimeline:
             parts = {}
             if t_md is not None and t_md.error is None:
                 parts = {
-                    str(p.id): {"leader": p.leader if p.leader >= 0 else None,
-                                "isr": sorted(p.isrs), "replicas": list(p.replicas)}
+                    str(p.id): {
+                        "leader": p.leader if p.leader >= 0 else None,
+                        "isr": sorted(p.isrs),
+                        "replicas": list(p.replicas),
+                    }
                     for p in t_md.partitions.values()
                 }
             return {"time": t, "up": up, "registered": sorted(md.brokers), "partitions": parts}

@@ -7,6 +7,7 @@ possible: `Cluster.heal_all`.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,9 +15,12 @@ from typing import Any, Protocol
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
-from harness.cluster import Cluster
+from harness.cluster import Cluster, Link
 from harness.spec import RunSpec
+from harness.toxiproxy import Toxic
+from nemesis import topologies
 from nemesis.recorder import NemesisRecorder
+from nemesis.targets import resolve
 
 
 class Package(Protocol):
@@ -36,83 +40,229 @@ def _wait(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> b
     return cond()
 
 
+PROCESS_HEAL = {"kill": "start", "stop": "start", "pause": "resume"}
+
+
 @dataclass
-class KillLeader:
-    """SIGKILL the leader of the target partition; the heal starts it again."""
+class ProcessFault:
+    """kill (SIGKILL), stop (SIGTERM), pause (cgroup freezer) or bounce (kill and
+    start at once) the brokers a role names; the heal starts or resumes them."""
+
+    kind: str
+    cluster: Cluster
+    rec: NemesisRecorder
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    name: str = ""
+    _hit: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.kind
+
+    def fault(self, pick: int) -> dict[str, Any] | None:
+        role = self.roles[pick % len(self.roles)]
+
+        def act() -> dict[str, Any]:
+            targets = resolve(role, self.cluster, self.topic, self.partition, pick)
+            for b in targets:
+                broker = self.cluster.brokers[b]
+                if self.kind == "kill":
+                    broker.kill()
+                elif self.kind == "stop":
+                    broker.stop()
+                elif self.kind == "pause":
+                    broker.pause()
+                elif self.kind == "bounce":
+                    broker.kill()
+                    broker.start()
+                else:
+                    raise ValueError(f"unknown process fault {self.kind}")
+            if self.kind != "bounce":
+                self._hit = tuple(targets)
+            return {"brokers": targets}
+
+        self.rec.do(
+            self.kind, {"target": role, "topic": self.topic, "partition": self.partition}, act
+        )
+        return None
+
+    def heal(self) -> None:
+        hit, self._hit = self._hit, ()
+        if not hit:
+            return
+
+        def act() -> dict[str, Any]:
+            for b in hit:
+                if self.kind == "pause":
+                    self.cluster.brokers[b].resume()
+                else:
+                    self.cluster.brokers[b].start()
+            return {}
+
+        self.rec.do(PROCESS_HEAL[self.kind], {"brokers": list(hit)}, act)
+
+
+@dataclass
+class PartitionFault:
+    """Cut broker-to-broker links (replication and quorum) along a topology."""
 
     cluster: Cluster
     rec: NemesisRecorder
     topic: str
     partition: int
-    name: str = "kill-leader"
-    _killed: tuple[int, ...] = ()
+    topologies: tuple[str, ...]
+    mode: str = "drop"
+    name: str = "partition"
+    _cuts: tuple[tuple[int, int, str], ...] = ()
 
     def fault(self, pick: int) -> dict[str, Any] | None:
-        def act() -> dict[str, Any]:
-            leader = self.cluster.leader_of(self.topic, self.partition)
-            if leader is None:
-                raise RuntimeError(f"no leader known for {self.topic}/{self.partition}")
-            self.cluster.brokers[leader].kill()
-            self._killed = (leader,)
-            return {"brokers": [leader]}
+        topology = self.topologies[pick % len(self.topologies)]
+        rng = random.Random(pick)
 
-        self.rec.do(
-            "kill", {"target": "leader", "topic": self.topic, "partition": self.partition}, act
-        )
+        def act() -> dict[str, Any]:
+            nodes = sorted(self.cluster.node_ids)
+            base, _, role = topology.partition("-")
+            if base == "isolate":
+                (target,) = resolve(
+                    role or "random", self.cluster, self.topic, self.partition, pick
+                )[:1]
+                grudge = topologies.build("isolate", nodes, rng, target)
+            else:
+                grudge = topologies.build(topology, nodes, rng)
+            # Reject mode cannot be one-way: a disabled proxy refuses both directions.
+            one_way = any(
+                n in grudge.get(m, ()) and m not in grudge.get(n, ()) for n in nodes for m in nodes
+            )
+            mode = "drop" if one_way else self.mode
+            cuts = topologies.directed_cuts(grudge)
+            for src, dst, stream in cuts:
+                for kind in ("internal", "controller"):
+                    link = self.cluster.link(src, dst, kind)  # type: ignore[arg-type]
+                    link.cut(mode, (stream,))  # type: ignore[arg-type]
+            self._cuts = tuple(cuts)
+            hit = sorted({n for n, g in grudge.items() if g})
+            return {
+                "brokers": hit,
+                "mode": mode,
+                "grudge": {str(k): sorted(v) for k, v in grudge.items() if v},
+            }
+
+        self.rec.do("partition", {"topology": topology, "mode": self.mode}, act)
         return None
 
     def heal(self) -> None:
-        killed, self._killed = self._killed, ()
-        if killed:
+        cuts, self._cuts = self._cuts, ()
+        if not cuts:
+            return
 
-            def act() -> dict[str, Any]:
-                for b in killed:
-                    self.cluster.brokers[b].start()
-                return {}
+        def act() -> dict[str, Any]:
+            for src, dst in sorted({(s, d) for s, d, _ in cuts}):
+                for kind in ("internal", "controller"):
+                    self.cluster.link(src, dst, kind).heal()  # type: ignore[arg-type]
+            return {"brokers": sorted({n for c in cuts for n in c[:2]})}
 
-            self.rec.do("start", {"brokers": list(killed)}, act)
+        self.rec.do("heal", {"links": len(cuts)}, act)
 
 
 @dataclass
-class IsolateBroker:
-    """Cut every replication and quorum link to and from one broker."""
+class ClientPartition:
+    """Cut host clients off from the brokers a role names (all clients at once)."""
 
     cluster: Cluster
     rec: NemesisRecorder
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
     mode: str = "drop"
-    name: str = "isolate-broker"
-    _isolated: tuple[int, ...] = ()
+    name: str = "client-partition"
+    _hit: tuple[int, ...] = ()
 
     def fault(self, pick: int) -> dict[str, Any] | None:
-        nodes = self.cluster.node_ids
-        target = nodes[pick % len(nodes)]
+        role = self.roles[pick % len(self.roles)]
 
         def act() -> dict[str, Any]:
-            for other in nodes:
-                if other != target:
-                    for link in self.cluster.peer_links(target, other):
-                        link.cut(self.mode)  # type: ignore[arg-type]
-            self._isolated = (target,)
-            return {"brokers": [target]}
+            targets = resolve(role, self.cluster, self.topic, self.partition, pick)
+            for b in targets:
+                self.cluster.link(None, b, "client").cut(self.mode)  # type: ignore[arg-type]
+            self._hit = tuple(targets)
+            return {"brokers": targets}
+
+        self.rec.do("client-partition", {"target": role, "mode": self.mode}, act)
+        return None
+
+    def heal(self) -> None:
+        hit, self._hit = self._hit, ()
+        if hit:
+
+            def act() -> dict[str, Any]:
+                for b in hit:
+                    self.cluster.link(None, b, "client").heal()
+                return {"brokers": list(hit)}
+
+            self.rec.do("client-heal", {"brokers": list(hit)}, act)
+
+
+@dataclass
+class Degrade:
+    """Add a toxic (latency, bandwidth, slicer, reset_peer, limit_data, slow_close) to a
+    set of links: `client` links of targeted brokers, or `follower-replication`, the
+    fetch links from the partition's followers to its leader (claim C15)."""
+
+    cluster: Cluster
+    rec: NemesisRecorder
+    topic: str
+    partition: int
+    toxic: Toxic
+    links: str
+    roles: tuple[str, ...]
+    name: str = "degrade"
+    _applied: tuple[Link, ...] = ()
+    _hit: tuple[int, ...] = ()
+
+    def fault(self, pick: int) -> dict[str, Any] | None:
+        def act() -> dict[str, Any]:
+            cl = self.cluster
+            if self.links == "follower-replication":
+                st = cl.partitions(self.topic)[self.partition]
+                if st.leader is None:
+                    raise RuntimeError("partition has no leader")
+                followers = [r for r in st.replicas if r != st.leader]
+                chosen = [followers[pick % len(followers)]]
+                links = [cl.link(f, st.leader, "internal") for f in chosen]
+                hit = chosen
+            else:
+                role = self.roles[pick % len(self.roles)]
+                hit = resolve(role, cl, self.topic, self.partition, pick)
+                links = [cl.link(None, b, "client") for b in hit]
+            for link in links:
+                link.add_toxic(self.toxic)
+            self._applied = tuple(links)
+            self._hit = tuple(hit)
+            return {"brokers": hit, "links": [f"{lk.src}->{lk.dst}:{lk.kind}" for lk in links]}
 
         self.rec.do(
-            "partition", {"topology": "isolate", "isolated": [target], "mode": self.mode}, act
+            "degrade",
+            {
+                "toxic": self.toxic.type,
+                "attributes": self.toxic.attributes,
+                "stream": self.toxic.stream,
+                "links": self.links,
+            },
+            act,
         )
         return None
 
     def heal(self) -> None:
-        isolated, self._isolated = self._isolated, ()
-        if isolated:
+        applied, self._applied = self._applied, ()
+        if applied:
 
             def act() -> dict[str, Any]:
-                for target in isolated:
-                    for other in self.cluster.node_ids:
-                        if other != target:
-                            for link in self.cluster.peer_links(target, other):
-                                link.heal()
-                return {"brokers": list(isolated)}
+                for link in applied:
+                    link.toxi.remove_toxic(link.proxy, self.toxic.name)
+                return {"brokers": list(self._hit)}
 
-            self.rec.do("heal", {"topology": "isolate", "isolated": list(isolated)}, act)
+            self.rec.do("restore", {"toxic": self.toxic.type}, act)
 
 
 @dataclass
@@ -231,16 +381,28 @@ def _elect_unclean(cl: Cluster, topic: str, partition: int, dead: int) -> int:
     raise RuntimeError(f"no unclean election happened within 60s ({last})")
 
 
-def build_packages(spec: RunSpec, cluster: Cluster, rec: NemesisRecorder) -> list[Package]:
+def build_package(name: str, spec: RunSpec, cluster: Cluster, rec: NemesisRecorder) -> Package:
     n = spec.nemesis
-    out: list[Package] = []
-    for name in n.faults:
-        if name == "kill-leader":
-            out.append(KillLeader(cluster, rec, spec.topic.name, n.target_partition))
-        elif name == "isolate-broker":
-            out.append(IsolateBroker(cluster, rec))
-        elif name == "unclean-failover":
-            out.append(
-                UncleanFailover(cluster, rec, spec.topic.name, n.target_partition, n.fault_s)
-            )
-    return out
+    t, p = spec.topic.name, n.target_partition
+    if name in ("kill", "stop", "pause", "bounce"):
+        return ProcessFault(name, cluster, rec, t, p, n.targets)
+    if name == "kill-leader":
+        return ProcessFault("kill", cluster, rec, t, p, ("leader",), name=name)
+    if name == "isolate-broker":
+        return PartitionFault(cluster, rec, t, p, ("isolate-random",), n.partition_mode, name)
+    if name == "partition":
+        return PartitionFault(cluster, rec, t, p, n.topologies, n.partition_mode)
+    if name == "client-partition":
+        return ClientPartition(cluster, rec, t, p, n.targets, n.partition_mode)
+    if name in ("degrade", "slow-follower"):
+        d = n.degrade
+        toxic = Toxic(f"kt-{d.type}", d.type, d.stream, dict(d.attributes))
+        links = "follower-replication" if name == "slow-follower" else d.links
+        return Degrade(cluster, rec, t, p, toxic, links, n.targets, name=name)
+    if name == "unclean-failover":
+        return UncleanFailover(cluster, rec, t, p, n.fault_s)
+    raise ValueError(f"unknown nemesis package {name}")
+
+
+def build_packages(spec: RunSpec, cluster: Cluster, rec: NemesisRecorder) -> list[Package]:
+    return [build_package(name, spec, cluster, rec) for name in spec.nemesis.faults]

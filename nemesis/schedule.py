@@ -1,7 +1,10 @@
 """A seeded schedule of fault decisions: the same seed and config give the same list.
 
-Decisions are data (which package, and a number that picks its target when the
-fault starts); they are saved with the run so a failing run can be replayed.
+The fault phase is a sequence of stable periods separated by quiet gaps. In each
+period a random subset of the fault packages is active (an empty subset is a quiet
+period); every active package is healed at the period's end. Decisions are data
+(which package, and a number that picks its targets when the fault starts); they
+are saved with the run so a failing run can be replayed.
 """
 
 from __future__ import annotations
@@ -24,15 +27,23 @@ class Step:
         return asdict(self)
 
 
+def _subset(rng: random.Random, faults: tuple[str, ...]) -> list[str]:
+    if len(faults) == 1:
+        return list(faults)
+    # Each package is active with probability 1/2; about one period in 2^n is quiet.
+    return [f for f in faults if rng.random() < 0.5]
+
+
 def schedule(spec: NemesisSpec, seed: int, duration_s: float) -> list[Step]:
-    """Alternate quiet and fault periods until the fault phase ends."""
     rng = random.Random(seed)
     steps: list[Step] = []
     t = spec.quiet_s
     while spec.faults and t + spec.fault_s <= duration_s:
-        package = rng.choice(spec.faults)
-        steps.append(Step(round(t, 3), "fault", package, rng.randrange(1 << 30)))
+        active = _subset(rng, spec.faults)
+        for package in active:
+            steps.append(Step(round(t, 3), "fault", package, rng.randrange(1 << 30)))
         t += spec.fault_s
-        steps.append(Step(round(t, 3), "heal", package))
+        for package in reversed(active):
+            steps.append(Step(round(t, 3), "heal", package))
         t += spec.quiet_s
     return steps

@@ -13,7 +13,7 @@ from harness.cluster import Cluster
 from harness.history import HistoryWriter, read_history
 from harness.images import Images
 from harness.spec import RunSpec
-from nemesis.packages import IsolateBroker, KillLeader
+from nemesis.packages import PartitionFault, ProcessFault
 from nemesis.recorder import NemesisRecorder
 from tests.integration.conftest import containers_of, probe, probe_client
 
@@ -80,9 +80,9 @@ def test_one_directed_link_is_cut_alone(cluster: Cluster, mode: str) -> None:
 
 
 def test_isolate_broker_cuts_it_off_and_heal_restores(cluster: Cluster, rec) -> None:
-    pkg = IsolateBroker(cluster, rec)
+    pkg = PartitionFault(cluster, rec, TOPIC, 0, ("isolate-random",))
     pkg.fault(pick=0)
-    target = 1
+    (target,) = read_history(rec.history.path).ops[1].value["brokers"]
     others = [j for j in cluster.node_ids if j != target]
     try:
         for o in others:
@@ -119,7 +119,7 @@ def test_client_link_cut_blocks_only_that_broker(cluster: Cluster) -> None:
 def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -> None:
     old = cluster.leader_of(TOPIC, 0)
     assert old is not None
-    pkg = KillLeader(cluster, rec, TOPIC, 0)
+    pkg = ProcessFault("kill", cluster, rec, TOPIC, 0, ("leader",))
     pkg.fault(pick=0)
     assert cluster.brokers[old].status() == "exited"
     deadline = time.monotonic() + 60

@@ -74,3 +74,71 @@ def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) 
     assert ("partition", "ok") in nemesis
     assert nemesis[-1] == ("heal-all", "ok"), "teardown heal must be on record"
     assert (run_dir / "logs" / "kafka-1.log").stat().st_size > 0
+
+
+def _proxy_clients() -> list:
+    from harness.cluster import API_PORT, LABEL_ROLE
+    from harness.toxiproxy import ToxiproxyClient
+
+    out = []
+    for c in ensure_engine().containers.list(filters={"label": [LABEL]}):
+        if c.labels.get(LABEL_ROLE) == "proxy":
+            port = c.attrs["NetworkSettings"]["Ports"][f"{API_PORT}/tcp"][0]["HostPort"]
+            out.append(ToxiproxyClient(f"http://127.0.0.1:{port}"))
+    return out
+
+
+def _faults_in_place() -> int:
+    n = 0
+    for toxi in _proxy_clients():
+        for p in toxi.proxies().values():
+            n += len(p.get("toxics") or []) + (0 if p.get("enabled", True) else 1)
+    return n
+
+
+def test_sigkill_mid_fault_then_heal_and_cleanup(tmp_path: Path, images) -> None:
+    """A hard crash runs no cleanup at all: `kafka-trial heal` and `cleanup` recover."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--runs-dir",
+            str(tmp_path),
+            "--duration",
+            "120",
+            "--nemesis",
+            "isolate-broker",
+            "--no-analyze",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            if "nemesis partition" in line:
+                break
+        proc.kill()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _faults_in_place() > 0, "the crash should have left the partition in place"
+    cli = [sys.executable, "-m", "harness.cli"]
+    r = subprocess.run([*cli, "heal"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "3 proxies reset" in r.stdout
+    assert _faults_in_place() == 0
+    r = subprocess.run([*cli, "cleanup"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    client = ensure_engine()
+    assert client.containers.list(all=True, filters={"label": [LABEL]}) == []
+    assert client.volumes.list(filters={"label": [LABEL]}) == []
+    # The history written before the crash is intact up to its last complete line.
+    (run_dir,) = list(tmp_path.iterdir())
+    from harness.history import read_history
+
+    assert any(o.f == "partition" for o in read_history(run_dir / "history.jsonl").ops)

@@ -19,7 +19,10 @@ def _run(tmp_path: Path, config: dict) -> subprocess.CompletedProcess[str]:
     cfg.write_text(yaml.safe_dump({"runs_dir": str(tmp_path / "runs"), "duration_s": 5, **config}))
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "-c", str(cfg), "--no-analyze"],
-        capture_output=True, text=True, timeout=400, env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=dict(os.environ),
     )
 
 
@@ -30,8 +33,15 @@ def _no_leftovers() -> None:
 
 
 def test_broker_that_never_starts(tmp_path: Path, images) -> None:
-    r = _run(tmp_path, {"cluster": {"broker_config": {"num.network.threads": "not-a-number"},
-                                    "startup_timeout_s": 90}})
+    r = _run(
+        tmp_path,
+        {
+            "cluster": {
+                "broker_config": {"num.network.threads": "not-a-number"},
+                "startup_timeout_s": 90,
+            }
+        },
+    )
     assert r.returncode == 3, r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("kafka-trial: broker ") and " exited: " in last, last

@@ -26,8 +26,9 @@ def test_kafka_3_9_cluster_round_trip(engine: docker.DockerClient) -> None:
         for i in range(20):
             p.produce(spec.topic.name, value=str(i).encode(), partition=0)
         assert p.flush(30) == 0
-        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "v39",
-                         "auto.offset.reset": "earliest"})
+        cons = Consumer(
+            {"bootstrap.servers": c.bootstrap, "group.id": "v39", "auto.offset.reset": "earliest"}
+        )
         cons.subscribe([spec.topic.name])
         got: list[int] = []
         for _ in range(60):

@@ -11,12 +11,35 @@ def test_same_seed_same_schedule() -> None:
     assert schedule(spec, 42, 100) != schedule(spec, 43, 100)
 
 
-def test_schedule_alternates_fault_and_heal_within_duration() -> None:
-    steps = schedule(NemesisSpec(fault_s=5, quiet_s=3), 1, 40)
+def test_every_fault_is_healed_at_its_period_end_within_duration() -> None:
+    spec = NemesisSpec(faults=("kill", "pause", "partition"), fault_s=5, quiet_s=3)
+    steps = schedule(spec, 1, 200)
+    assert all(s.at_s <= 200 for s in steps)
+    active: dict[str, float] = {}
+    for s in steps:
+        if s.action == "fault":
+            assert s.package not in active
+            active[s.package] = s.at_s
+        else:
+            assert s.at_s - active.pop(s.package) == 5
+    assert active == {}
+
+
+def test_periods_use_random_subsets_and_some_are_quiet() -> None:
+    spec = NemesisSpec(faults=("kill", "pause", "partition"), fault_s=5, quiet_s=3)
+    steps = schedule(spec, 2, 2000)
+    starts: dict[float, set[str]] = {}
+    for s in steps:
+        if s.action == "fault":
+            starts.setdefault(s.at_s, set()).add(s.package)
+    assert len({frozenset(v) for v in starts.values()}) > 3, "subsets should vary"
+    periods = (2000 - 3) // 8
+    assert len(starts) < periods, "some periods must be quiet"
+
+
+def test_a_single_package_is_always_active() -> None:
+    steps = schedule(NemesisSpec(faults=("kill",), fault_s=5, quiet_s=3), 1, 40)
     assert [s.action for s in steps] == ["fault", "heal"] * (len(steps) // 2)
-    assert all(s.at_s <= 40 for s in steps)
-    for f, h in zip(steps[::2], steps[1::2], strict=True):
-        assert h.package == f.package and h.at_s - f.at_s == 5
 
 
 def test_no_faults_no_steps() -> None:

@@ -33,17 +33,40 @@ def spark_cluster(tmp_path_factory) -> Iterator[str]:
     logs = tmp_path_factory.mktemp("spark-logs")
     procs = [
         subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(_free_port())],
-            env=env, stdout=(logs / "master.log").open("w"), stderr=subprocess.STDOUT,
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(_free_port()),
+            ],
+            env=env,
+            stdout=(logs / "master.log").open("w"),
+            stderr=subprocess.STDOUT,
         )
     ]
     time.sleep(3)
     procs.append(
         subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-             "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port())],
-            env=env, stdout=(logs / "worker.log").open("w"), stderr=subprocess.STDOUT,
+            [
+                spark_class,
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(_free_port()),
+            ],
+            env=env,
+            stdout=(logs / "worker.log").open("w"),
+            stderr=subprocess.STDOUT,
         )
     )
     deadline = time.monotonic() + 60
@@ -68,7 +91,9 @@ def test_analyze_on_a_standalone_cluster(spark_cluster: str, tmp_path: Path) -> 
     run = b.done()
     r = subprocess.run(
         [sys.executable, "-m", "harness.cli", "analyze", str(run), "--spark-master", spark_cluster],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
     )
     assert r.returncode == 1, r.stdout + r.stderr  # invalid: planted anomalies

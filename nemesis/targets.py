@@ -1,0 +1,45 @@
+"""Targets chosen by role at the moment a fault starts.
+
+`pick` is the seeded number from the schedule, so a replay makes the same random
+choices; roles that depend on cluster state (leader, controller) are resolved
+against the cluster as it is right then.
+"""
+
+from __future__ import annotations
+
+import random
+
+from harness.cluster import Cluster
+
+ROLES = ("random", "leader", "followers", "controller", "minority", "majority", "all")
+
+
+class NoTarget(RuntimeError):
+    pass
+
+
+def resolve(role: str, cluster: Cluster, topic: str, partition: int, pick: int) -> list[int]:
+    rng = random.Random(pick)
+    nodes = sorted(cluster.node_ids)
+    n = len(nodes)
+    if role == "random":
+        return [rng.choice(nodes)]
+    if role == "all":
+        return nodes
+    if role == "minority":
+        return sorted(rng.sample(nodes, (n - 1) // 2))
+    if role == "majority":
+        return sorted(rng.sample(nodes, n // 2 + 1))
+    if role == "controller":
+        c = cluster.active_controller()
+        if c is None:
+            raise NoTarget("no active KRaft controller known")
+        return [c]
+    st = cluster.partitions(topic).get(partition)
+    if st is None or st.leader is None:
+        raise NoTarget(f"no leader known for {topic}/{partition}")
+    if role == "leader":
+        return [st.leader]
+    if role == "followers":
+        return sorted(r for r in st.replicas if r != st.leader)
+    raise ValueError(f"unknown target role {role!r}; choose from {', '.join(ROLES)}")

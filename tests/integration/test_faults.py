@@ -1,0 +1,234 @@
+"""Every fault kind and topology has the effect it claims, and its heal undoes it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+import docker
+from harness.cluster import Cluster
+from harness.history import HistoryWriter, read_history
+from harness.images import Images
+from harness.spec import PARTITION_TOPOLOGIES, RunSpec
+from harness.toxiproxy import Toxic
+from nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
+from nemesis.recorder import NemesisRecorder
+from tests.integration.conftest import probe, probe_client
+
+SPEC = RunSpec()
+TOPIC = SPEC.topic.name
+
+
+@pytest.fixture(scope="module")
+def cluster(engine: docker.DockerClient, images: Images, tmp_path_factory) -> Iterator[Cluster]:
+    c = Cluster(engine, SPEC.cluster, images)
+    try:
+        c.start()
+        c.await_registered(SPEC.cluster.startup_timeout_s)
+        c.create_topic(SPEC.topic)
+        assert c.await_in_sync(TOPIC, 120)
+        yield c
+    finally:
+        c.collect_logs(tmp_path_factory.mktemp("logs"))
+        c.teardown()
+
+
+@pytest.fixture
+def rec(tmp_path: Path) -> Iterator[NemesisRecorder]:
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    yield NemesisRecorder(h)
+    h.close()
+
+
+def last_ok(rec: NemesisRecorder) -> dict:
+    ops = read_history(rec.history.path).ops
+    done = [o for o in ops if o.type != "invoke"]
+    assert done[-1].type == "ok", done[-1]
+    return done[-1].value
+
+
+def healthy(cluster: Cluster) -> None:
+    ids = cluster.node_ids
+    pairs = [(a, b, k) for a in ids for b in ids if a != b for k in ("internal", "controller")]
+    bad = pairs
+    deadline = time.monotonic() + 90  # a restarted broker needs a while before it listens
+    while bad and time.monotonic() < deadline:
+        bad = [p for p in bad if not probe(cluster, *p)]
+        if bad:
+            time.sleep(1)
+    assert bad == [], f"links still cut after heal: {bad}"
+    assert cluster.await_in_sync(TOPIC, 120), "not back in sync after heal"
+
+
+def wait_for(cond, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+@pytest.mark.parametrize("topology", PARTITION_TOPOLOGIES)
+def test_partition_topology_matches_its_grudge(cluster: Cluster, rec, topology: str) -> None:
+    pkg = PartitionFault(cluster, rec, TOPIC, 0, (topology,))
+    pkg.fault(pick=7)
+    value = last_ok(rec)
+    grudge = {int(k): set(v) for k, v in value["grudge"].items()}
+    try:
+        assert grudge, "a partition must cut something"
+        ids = cluster.node_ids
+        for a in ids:
+            for b in ids:
+                if a == b:
+                    continue
+                # A request a->b gets an answer only if b hears a and a hears b.
+                expect = a not in grudge.get(b, set()) and b not in grudge.get(a, set())
+                assert probe(cluster, a, b, "internal") == expect, (a, b, grudge)
+        if topology == "one-way":
+            (deaf,) = grudge
+            (src,) = grudge[deaf]
+            up = {
+                t["stream"]
+                for t in cluster.link(src, deaf, "internal").toxi.toxics(f"to-{deaf}-internal")
+            }
+            assert up == {"upstream"}, "one-way must only drop what the source sends"
+        if topology == "isolate-leader":
+            assert value["brokers"] == [cluster.leader_of(TOPIC, 0)] or len(value["brokers"]) == 3
+    finally:
+        pkg.heal()
+    healthy(cluster)
+
+
+def test_isolate_controller_hits_the_active_controller(cluster: Cluster, rec) -> None:
+    controller = cluster.active_controller()
+    assert controller in cluster.node_ids
+    pkg = PartitionFault(cluster, rec, TOPIC, 0, ("isolate-controller",))
+    pkg.fault(pick=1)
+    try:
+        grudge = last_ok(rec)["grudge"]
+        assert set(grudge[str(controller)]) == set(cluster.node_ids) - {controller}
+        # The majority elects a new quorum leader.
+        assert wait_for(lambda: cluster.active_controller() not in (None, controller), 60)
+    finally:
+        pkg.heal()
+    healthy(cluster)
+
+
+@pytest.mark.parametrize("kind", ["kill", "stop", "pause"])
+def test_process_fault_on_leader_moves_leadership(cluster: Cluster, rec, kind: str) -> None:
+    old = cluster.leader_of(TOPIC, 0)
+    pkg = ProcessFault(kind, cluster, rec, TOPIC, 0, ("leader",))
+    pkg.fault(pick=0)
+    try:
+        assert last_ok(rec)["brokers"] == [old]
+        status = cluster.brokers[old].status()
+        assert status == ("paused" if kind == "pause" else "exited"), status
+        if kind == "pause":
+            assert not probe_client(cluster.brokers[old].client_port)
+        assert wait_for(lambda: cluster.leader_of(TOPIC, 0) not in (old, None), 60)
+    finally:
+        pkg.heal()
+    assert cluster.brokers[old].status() == "running"
+    healthy(cluster)
+
+
+def test_bounce_restarts_at_once(cluster: Cluster, rec) -> None:
+    pkg = ProcessFault("bounce", cluster, rec, TOPIC, 0, ("random",))
+    before = {j: b.container.attrs["State"]["StartedAt"] for j, b in cluster.brokers.items()}
+    pkg.fault(pick=3)
+    (hit,) = last_ok(rec)["brokers"]
+    b = cluster.brokers[hit]
+    assert b.status() == "running"
+    assert b.container.attrs["State"]["StartedAt"] != before[hit]
+    pkg.heal()  # nothing left to undo
+    healthy(cluster)
+
+
+def test_kill_controller_elects_another(cluster: Cluster, rec) -> None:
+    pkg = ProcessFault("kill", cluster, rec, TOPIC, 0, ("controller",))
+    pkg.fault(pick=0)
+    (old,) = last_ok(rec)["brokers"]
+    try:
+        assert wait_for(lambda: cluster.active_controller() not in (None, old), 60)
+    finally:
+        pkg.heal()
+    healthy(cluster)
+
+
+@pytest.mark.parametrize("role", ["minority", "majority", "all", "followers"])
+def test_client_partition_by_role(cluster: Cluster, rec, role: str) -> None:
+    pkg = ClientPartition(cluster, rec, TOPIC, 0, (role,), mode="reject")
+    pkg.fault(pick=2)
+    hit = set(last_ok(rec)["brokers"])
+    expected = {"minority": 1, "majority": 2, "all": 3, "followers": 2}[role]
+    try:
+        assert len(hit) == expected
+        for j, b in cluster.brokers.items():
+            assert probe_client(b.client_port) == (j not in hit), j
+    finally:
+        pkg.heal()
+    assert all(probe_client(b.client_port) for b in cluster.brokers.values())
+
+
+def test_latency_toxic_on_client_link(cluster: Cluster, rec) -> None:
+    toxic = Toxic("kt-latency", "latency", "downstream", {"latency": 1500, "jitter": 0})
+    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg.fault(pick=0)
+    (hit,) = last_ok(rec)["brokers"]
+    try:
+        t0 = time.monotonic()
+        assert probe_client(cluster.brokers[hit].client_port, timeout_s=10)
+        assert time.monotonic() - t0 >= 1.4
+    finally:
+        pkg.heal()
+    t0 = time.monotonic()
+    assert probe_client(cluster.brokers[hit].client_port)
+    assert time.monotonic() - t0 < 1.0
+
+
+@pytest.mark.parametrize(
+    ("kind", "attrs"),
+    [("reset_peer", {"timeout": 0}), ("limit_data", {"bytes": 2}), ("timeout", {"timeout": 0})],
+)
+def test_breaking_toxics_on_client_link(cluster: Cluster, rec, kind: str, attrs: dict) -> None:
+    toxic = Toxic(f"kt-{kind}", kind, "downstream", attrs)
+    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg.fault(pick=5)
+    (hit,) = last_ok(rec)["brokers"]
+    try:
+        assert not probe_client(cluster.brokers[hit].client_port)
+    finally:
+        pkg.heal()
+    assert probe_client(cluster.brokers[hit].client_port)
+
+
+@pytest.mark.slow
+def test_slow_follower_leaves_isr_and_rejoins(cluster: Cluster, rec) -> None:
+    """Claim C15: a follower whose fetches lag past replica.lag.time.max.ms leaves the
+    ISR, and rejoins once its link is fast again."""
+    toxic = Toxic("kt-latency", "latency", "upstream", {"latency": 20000, "jitter": 0})
+    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "follower-replication", ("random",))
+    # A follower only lags when there is something to fetch: keep writing.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1"})
+
+    def writing(cond) -> bool:
+        def step() -> bool:
+            producer.produce(TOPIC, b"x", partition=0)
+            producer.poll(0)
+            return cond()
+
+        return wait_for(step, 90)
+
+    pkg.fault(pick=0)
+    (slow,) = last_ok(rec)["brokers"]
+    try:
+        assert writing(lambda: slow not in cluster.partitions(TOPIC)[0].isr), "no ISR shrink"
+    finally:
+        pkg.heal()
+    assert writing(lambda: slow in cluster.partitions(TOPIC)[0].isr), "no ISR expand"
+    producer.flush(30)

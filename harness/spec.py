@@ -110,6 +110,9 @@ class ProducerSpec(_Frozen):
     delivery_timeout_ms: int = Field(30000, ge=1000)
     request_timeout_ms: int = Field(5000, ge=100)
     linger_ms: int = Field(5, ge=0)
+    batch_size: int = Field(16384, ge=1)
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    keyed: bool = Field(False, description="send with a key and let the default partitioner choose")
     workers: int = Field(3, ge=1, le=64)
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
 
@@ -134,6 +137,8 @@ class ProducerSpec(_Frozen):
             "delivery.timeout.ms": self.delivery_timeout_ms,
             "request.timeout.ms": self.request_timeout_ms,
             "linger.ms": self.linger_ms,
+            "batch.size": self.batch_size,
+            "compression.type": self.compression_type,
         }
 
 

@@ -59,6 +59,7 @@ class ProducerWorker:
     acks: AckTracker
     stop: threading.Event
     logger: Any = None
+    extra_config: dict[str, Any] = field(default_factory=dict)  # e.g. librdkafka's mock cluster
     ops: int = 0
 
     def _new_producer(self) -> Producer:
@@ -66,6 +67,7 @@ class ProducerWorker:
             "bootstrap.servers": self.bootstrap,
             **self.spec.client_config(),
             "log_level": 3,
+            **self.extra_config,
         }
         if self.logger is not None:
             conf["logger"] = self.logger
@@ -93,46 +95,52 @@ class ProducerWorker:
     def _send_op(
         self, producer: Producer, process: int, single_attempt: bool, wait_s: float
     ) -> Outcome:
-        vals = self.values.take(self.spec.batch)
+        keyed = self.spec.keyed
         micro = [
             {
                 "op": "send",
                 "topic": self.topic.name,
-                "partition": v % self.topic.partitions,
+                # Keyed sends leave the choice to the partitioner: null until the report.
+                "partition": None if keyed else v % self.topic.partitions,
                 "value": v,
             }
-            for v in vals
+            for v in self.values.take(self.spec.batch)
         ]
         self.history.invoke(process, "send", micro)
-        results: list[tuple[Outcome, int | None, str | None] | None] = [None] * len(micro)
+        # Per value: (outcome, offset, error, partition the record went to).
+        results: list[tuple[Outcome, int | None, str | None, int | None] | None]
+        results = [None] * len(micro)
         pending = [len(micro)]
 
         def report(i: int) -> Callable[[KafkaError | None, Message], None]:
             def cb(err: KafkaError | None, msg: Message) -> None:
+                part = msg.partition()
+                part = part if part is not None and part >= 0 else micro[i]["partition"]
                 if err is None:
                     off = msg.offset()
                     # acks=0 gets no offset back: librdkafka reports -1 (OFFSET_INVALID).
-                    results[i] = ("ok", off if off is not None and off >= 0 else None, None)
+                    offset = off if off is not None and off >= 0 else None
+                    results[i] = ("ok", offset, None, part)
                 else:
-                    results[i] = (classify(err.code(), single_attempt), None, err.name())
+                    results[i] = (classify(err.code(), single_attempt), None, err.name(), part)
                 pending[0] -= 1
 
             return cb
 
         for i, m in enumerate(micro):
+            kwargs: dict[str, Any] = {"value": str(m["value"]).encode(), "on_delivery": report(i)}
+            if keyed:
+                kwargs["key"] = str(m["value"]).encode()
+            else:
+                kwargs["partition"] = m["partition"]
             try:
-                producer.produce(
-                    m["topic"],
-                    value=str(m["value"]).encode(),
-                    partition=m["partition"],
-                    on_delivery=report(i),
-                )
+                producer.produce(m["topic"], **kwargs)
             except BufferError:
-                results[i] = ("fail", None, "_QUEUE_FULL")
+                results[i] = ("fail", None, "_QUEUE_FULL", m["partition"])
                 pending[0] -= 1
             except KafkaException as e:
                 err = e.args[0]
-                results[i] = (classify(err.code(), True), None, err.name())
+                results[i] = (classify(err.code(), True), None, err.name(), m["partition"])
                 pending[0] -= 1
         deadline = time.monotonic() + wait_s
         while pending[0] > 0 and time.monotonic() < deadline:
@@ -141,13 +149,15 @@ class ProducerWorker:
         errors: list[str] = []
         outcomes: list[Outcome] = []
         for m, r in zip(micro, results, strict=True):
-            outcome, offset, error = r if r is not None else ("info", None, "no delivery report")
+            outcome, offset, error, part = (
+                r if r is not None else ("info", None, "no delivery report", m["partition"])
+            )
             outcomes.append(outcome)
             if error and error not in errors:
                 errors.append(error)
-            if outcome == "ok":
-                self.acks.record(m["partition"], offset)
-            done.append({**m, "offset": offset, "outcome": outcome})
+            if outcome == "ok" and part is not None:
+                self.acks.record(part, offset)
+            done.append({**m, "partition": part, "offset": offset, "outcome": outcome})
         op_type = _op_type(outcomes)
         self.history.complete(
             op_type, process, "send", done, ",".join(errors) if op_type != "ok" else None

@@ -4,7 +4,8 @@ leader of the target partition, and from heal to every partition fully in sync.
     python bench/fault_timings.py [--repeats 2]
 
 Leadership is read from cluster metadata every 0.2 s, so times carry about 0.2 s of
-sampling error. Broker timeouts are the harness defaults (spec.DEFAULT_BROKER_CONFIG).
+sampling error. A background producer writes to every partition throughout.
+Broker timeouts are the harness defaults (spec.DEFAULT_BROKER_CONFIG).
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+from confluent_kafka import Producer
 
 from harness.cluster import Cluster
 from harness.engine import ensure_engine
@@ -35,6 +39,18 @@ def _until(cond, timeout_s: float) -> float | None:
             return time.monotonic() - t0
         time.sleep(0.2)
     return None
+
+
+def _write(bootstrap: str, stop: threading.Event) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 20})
+    while not stop.is_set():
+        for part in range(SPEC.topic.partitions):
+            try:
+                p.produce(TOPIC, b"x", partition=part)
+            except BufferError:
+                p.poll(0.5)
+        p.poll(0.05)
+    p.flush(5)
 
 
 def packages(cluster: Cluster, rec: NemesisRecorder) -> dict[str, Package]:
@@ -68,6 +84,7 @@ def main() -> None:
     client = ensure_engine()
     cluster = Cluster(client, SPEC.cluster, ensure_images(client, SPEC.cluster))
     rows: list[tuple[str, list[float | None], list[float | None]]] = []
+    stop = threading.Event()
     with tempfile.TemporaryDirectory() as tmp:
         rec = NemesisRecorder(HistoryWriter(Path(tmp) / "history.jsonl"))
         try:
@@ -75,6 +92,10 @@ def main() -> None:
             cluster.await_registered(180)
             cluster.create_topic(SPEC.topic)
             assert cluster.await_in_sync(TOPIC, 120)
+            # Steady writes: a follower only lags (and leaves the ISR) when there is
+            # something to fetch.
+            writer = threading.Thread(target=_write, args=(cluster.bootstrap, stop), daemon=True)
+            writer.start()
             for name, pkg in packages(cluster, rec).items():
                 to_leader: list[float | None] = []
                 to_sync: list[float | None] = []
@@ -105,6 +126,7 @@ def main() -> None:
                     cluster.await_in_sync(TOPIC, 180)
                 rows.append((name, to_leader, to_sync))
         finally:
+            stop.set()
             cluster.heal_all()
             cluster.teardown()
 

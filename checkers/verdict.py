@@ -23,6 +23,13 @@ DEFINITIONS: dict[str, str] = {
     "aborted-read": "a value read whose send's outcome is fail",
     "reorder": "within one process and (topic, partition), an acknowledged send invoked later "
     "holds a lower offset than one invoked earlier (adjacent pairs)",
+    "int-nonmonotonic-send": "within one op, a later acknowledged send to a partition holds a "
+    "lower offset than an earlier one (adjacent pairs)",
+    "torn-txn": "a committed transaction of which the reads saw some values but not all",
+    "nonmonotonic-poll": "a consumer process read an offset of a partition at or below one it "
+    "had read before (adjacent pairs)",
+    "poll-skip": "a consumer process's consecutive reads of a partition jumped over an offset "
+    "holding an acknowledged value",
 }
 
 

@@ -54,11 +54,12 @@ def _bool(s: str) -> bool:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
+    from harness.presets import preset
     from harness.report import render
     from harness.runner import new_run_dir, run
     from harness.spec import load_spec
 
-    spec = load_spec(a.config, _overrides(a))
+    spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
     run_dir = new_run_dir(spec)
     outcome = run(spec, run_dir)
     print(f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s; phases {outcome.phase_s}")
@@ -117,9 +118,10 @@ def _cmd_cleanup(a: argparse.Namespace) -> int:
 def _cmd_images(a: argparse.Namespace) -> int:
     from harness.engine import ensure_engine
     from harness.images import ensure_images
+    from harness.presets import preset
     from harness.spec import load_spec
 
-    spec = load_spec(a.config, _overrides(a))
+    spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
     imgs = ensure_images(ensure_engine(), spec.cluster)
     print(f"kafka {imgs.kafka_version}: {imgs.kafka}\ntoxiproxy: {imgs.toxiproxy}")
     return 0
@@ -127,6 +129,10 @@ def _cmd_images(a: argparse.Namespace) -> int:
 
 def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="YAML or JSON run config")
+    p.add_argument(
+        "--preset",
+        help="safe, acks0, acks1, min-isr-1, unclean, no-idempotence-retries, inflight-reorder",
+    )
     p.add_argument("--name")
     p.add_argument("--seed", type=int)
     p.add_argument("--duration", type=float, help="seconds of the fault phase")

@@ -75,6 +75,10 @@ class HistoryWriter:
         # Line buffering: each completed line reaches the OS before write() returns.
         self._fh = self.path.open("a", buffering=1, encoding="utf-8")
 
+    @property
+    def lines_written(self) -> int:
+        return self._next
+
     def elapsed_ns(self) -> int:
         return time.monotonic_ns() - self._t0
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.cluster import Cluster
 from harness.engine import ensure_engine
+from harness.errors import TrialError
 from harness.history import HistoryWriter
 from harness.images import ensure_images
 from harness.log import log
@@ -31,9 +32,11 @@ from nemesis.packages import build_packages
 from nemesis.recorder import NemesisRecorder
 from nemesis.runner import NemesisRunner
 from nemesis.schedule import schedule
+from workloads.consumer import PollWorker
 from workloads.drain import drain
 from workloads.processes import ProcessIds, UniqueValues
 from workloads.producer import AckTracker, ProducerWorker
+from workloads.transactions import TxnWorker
 
 
 class Interrupted(KeyboardInterrupt):
@@ -123,7 +126,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     logger = _client_logger(run_dir)
     stop = threading.Event()
     sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
-    workers: list[ProducerWorker] = []
+    workers: list[ProducerWorker | TxnWorker] = []
     threads: list[threading.Thread] = []
     observers: list[threading.Thread] = []
     rec = NemesisRecorder(history)
@@ -144,8 +147,6 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             cluster.await_registered(spec.cluster.startup_timeout_s)
             cluster.create_topic(spec.topic)
             if not cluster.await_in_sync(spec.topic.name, spec.cluster.startup_timeout_s):
-                from harness.errors import TrialError
-
                 raise TrialError(
                     f"topic {spec.topic.name} never became fully in sync",
                     "read logs/kafka-N.log in the run directory",
@@ -161,20 +162,43 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             observers[-1].start()
             pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
             for i in range(spec.producer.workers):
-                w = ProducerWorker(
-                    spec.producer,
-                    spec.topic,
-                    cluster.bootstrap,
-                    history,
-                    pids,
-                    values,
-                    acks,
-                    stop,
-                    logger,
-                )
+                w: ProducerWorker | TxnWorker
+                if spec.producer.transactional:
+                    w = TxnWorker(
+                        spec.producer,
+                        spec.topic,
+                        cluster.bootstrap,
+                        history,
+                        pids,
+                        values,
+                        acks,
+                        stop,
+                        f"kt-{cluster.run_id}-{i}",
+                        spec.seed * 1000 + i,
+                        logger,
+                    )
+                else:
+                    w = ProducerWorker(
+                        spec.producer,
+                        spec.topic,
+                        cluster.bootstrap,
+                        history,
+                        pids,
+                        values,
+                        acks,
+                        stop,
+                        logger,
+                    )
                 workers.append(w)
                 threads.append(
                     threading.Thread(target=_guard(w.run), name=f"producer-{i}", daemon=True)
+                )
+            for i in range(spec.consumer.workers):
+                c = PollWorker(
+                    spec.consumer, spec.topic, cluster.bootstrap, history, pids, stop, logger
+                )
+                threads.append(
+                    threading.Thread(target=_guard(c.run), name=f"consumer-{i}", daemon=True)
                 )
             packages = {p.name: p for p in build_packages(spec, cluster, rec)}
             nemesis = NemesisRunner(cluster, rec, packages, steps, stop)
@@ -185,10 +209,12 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             for th in threads:
                 th.start()
             nemesis_thread.start()
-            log(f"fault phase: {spec.duration_s:.0f}s, {len(steps) // 2} faults scheduled")
+            n_faults = sum(s.action == "fault" for s in steps)
+            log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
             stop.wait(spec.duration_s)
             stop.set()
-            nemesis_thread.join()
+            # A fault step can block (e.g. waiting for an ISR shrink); never forever.
+            nemesis_thread.join(spec.nemesis.fault_s + 180)
             wait_s = (spec.producer.delivery_timeout_ms + spec.producer.request_timeout_ms) / 1e3
             for th in threads:
                 th.join(wait_s + 10)
@@ -209,6 +235,8 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             info["send_ops"] = ops
             info["values_acked"] = acks.acked
             info["faults"] = nemesis.faults_done
+            info["history_ops"] = history.lines_written
+            info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
     finally:
         with signals_deferred():
             stop.set()

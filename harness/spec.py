@@ -22,6 +22,10 @@ ANOMALY_TYPES = (
     "unexpected",
     "aborted-read",
     "reorder",
+    "int-nonmonotonic-send",
+    "torn-txn",
+    "nonmonotonic-poll",
+    "poll-skip",
 )
 
 NEMESIS_PACKAGES = (
@@ -113,11 +117,18 @@ class ProducerSpec(_Frozen):
     batch_size: int = Field(16384, ge=1)
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     keyed: bool = Field(False, description="send with a key and let the default partitioner choose")
+    transactional: bool = Field(False, description="each op is one transaction (f=txn)")
+    txn_partitions: int = Field(3, ge=1, description="partitions each transaction writes")
+    abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
+    txn_delay_ms: int = Field(0, ge=0, description="pause inside each transaction")
+    transaction_timeout_ms: int = Field(20000, ge=1000)
     workers: int = Field(3, ge=1, le=64)
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
 
     @model_validator(mode="after")
     def _idempotence_needs(self) -> ProducerSpec:
+        if self.transactional and not self.idempotence:
+            raise ValueError("transactions require idempotence; set producer.idempotence=true")
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all; set producer.acks=all or idempotence=false"
@@ -140,6 +151,14 @@ class ProducerSpec(_Frozen):
             "batch.size": self.batch_size,
             "compression.type": self.compression_type,
         }
+
+
+class ConsumerSpec(_Frozen):
+    """Consumers that poll during the fault phase (assign mode, all partitions)."""
+
+    workers: int = Field(0, ge=0, le=32)
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    batch: int = Field(500, ge=1, le=100000, description="records per poll op at most")
 
 
 class DegradeSpec(_Frozen):
@@ -213,6 +232,7 @@ class RunSpec(_Frozen):
     cluster: ClusterSpec = ClusterSpec()
     topic: TopicSpec = TopicSpec()
     producer: ProducerSpec = ProducerSpec()
+    consumer: ConsumerSpec = ConsumerSpec()
     nemesis: NemesisSpec = NemesisSpec()
     drain: DrainSpec = DrainSpec()
     check: CheckSpec = CheckSpec()
@@ -258,7 +278,12 @@ def build_spec(data: dict[str, Any], source: str = "config") -> RunSpec:
         ) from None
 
 
-def load_spec(path: str | Path | None, overrides: dict[str, Any] | None = None) -> RunSpec:
+def load_spec(
+    path: str | Path | None,
+    overrides: dict[str, Any] | None = None,
+    base: dict[str, Any] | None = None,
+) -> RunSpec:
+    """base (a preset) < the config file < overrides (flags)."""
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -274,7 +299,8 @@ def load_spec(path: str | Path | None, overrides: dict[str, Any] | None = None) 
         if loaded is not None and not isinstance(loaded, dict):
             raise TrialError(f"config file {p} must hold a mapping", "write key: value pairs")
         data = loaded or {}
-    return build_spec(_merge(data, overrides or {}), source=str(path or "flag"))
+    merged = _merge(_merge(base or {}, data), overrides or {})
+    return build_spec(merged, source=str(path or "flag"))
 
 
 def read_saved_spec(run_dir: Path) -> RunSpec:

@@ -67,8 +67,8 @@ class Frames:
     damaged: int  # lines that are not JSON objects
     open_invokes: int  # invokes with no completion (the history was cut off)
     attempted: DataFrame  # value: every value any send invoked
-    sends: DataFrame  # value, process, index, pos, topic, partition, offset, outcome
-    reads: DataFrame  # value, topic, partition, offset, index, process
+    sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
+    reads: DataFrame  # value, topic, partition, offset, index, process, rpos
 
 
 def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
@@ -80,6 +80,7 @@ def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
             "process",
             "index",
             "pos",
+            "f",
             F.col("m.topic").alias("topic"),
             F.col("m.partition").alias("partition"),
             F.col("m.offset").alias("offset"),
@@ -156,7 +157,7 @@ def load(spark: SparkSession, path: str) -> Frames:
         completions.filter((F.col("type") == "ok") & F.col("f").isin(*READ_FS))
         .select("index", "process", F.explode("micro").alias("m"))
         .filter(F.col("m.op") == "poll")
-        .select("index", "process", F.explode("m.records").alias("r"))
+        .select("index", "process", F.posexplode("m.records").alias("rpos", "r"))
         .select(
             F.col("r.value").alias("value"),
             F.col("r.topic").alias("topic"),
@@ -164,6 +165,7 @@ def load(spark: SparkSession, path: str) -> Frames:
             F.col("r.offset").alias("offset"),
             "index",
             "process",
+            "rpos",
         )
         .cache()
     )

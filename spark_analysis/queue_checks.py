@@ -132,6 +132,80 @@ def reorder(fr: Frames) -> DataFrame:
     )
 
 
+def int_nonmonotonic_send(fr: Frames) -> DataFrame:
+    """Within one op, a later send to a partition landed at a lower offset."""
+    w = Window.partitionBy("index", *TP).orderBy("pos")
+    return (
+        _acked(fr)
+        .filter(F.col("offset").isNotNull())
+        .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_offset", F.lag("offset").over(w))
+        .filter(F.col("prev_offset") > F.col("offset"))
+        .select("index", "process", *TP, "prev_value", "prev_offset", "value", "offset")
+    )
+
+
+def torn_txn(fr: Frames) -> DataFrame:
+    """A committed transaction of which the reads saw some values but not all."""
+    read_values = fr.reads.select("value").distinct().withColumn("seen", F.lit(1))
+    return (
+        fr.sends.filter((F.col("f") == "txn") & (F.col("outcome") == "ok"))
+        .join(read_values, "value", "left")
+        .groupBy("index", "process")
+        .agg(
+            F.count("*").alias("values"),
+            F.count("seen").alias("seen"),
+            F.sort_array(F.collect_list(F.when(F.col("seen").isNull(), F.col("value")))).alias(
+                "missing"
+            ),
+        )
+        .filter((F.col("seen") > 0) & (F.col("seen") < F.col("values")))
+    )
+
+
+def _consecutive_reads(fr: Frames) -> DataFrame:
+    """Each read paired with the previous read of the same process and partition."""
+    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
+    return (
+        fr.reads.withColumn("prev_offset", F.lag("offset").over(w))
+        .withColumn("prev_value", F.lag("value").over(w))
+        .filter(F.col("prev_offset").isNotNull())
+    )
+
+
+def nonmonotonic_poll(fr: Frames) -> DataFrame:
+    """A consumer read an offset at or below one it had already read (no rebalance in
+    assign mode; a replaced consumer has a new process id)."""
+    return (
+        _shared(fr, "consecutive", lambda: _consecutive_reads(fr))
+        .filter(F.col("offset") <= F.col("prev_offset"))
+        .select("process", *TP, "prev_offset", "prev_value", "offset", "value")
+    )
+
+
+def poll_skip(fr: Frames) -> DataFrame:
+    """A consumer's next read jumped over an offset that holds an acknowledged value."""
+    gaps = (
+        _shared(fr, "consecutive", lambda: _consecutive_reads(fr))
+        .filter(F.col("offset") > F.col("prev_offset") + 1)
+        .select("process", *TP, "prev_offset", "offset", "index")
+    )
+    acked = (
+        _acked(fr)
+        .filter(F.col("offset").isNotNull())
+        .select(*TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value"))
+    )
+    return (
+        gaps.join(acked, TP)
+        .filter(
+            (F.col("skipped_offset") > F.col("prev_offset"))
+            & (F.col("skipped_offset") < F.col("offset"))
+        )
+        .groupBy("process", *TP, "prev_offset", "offset")
+        .agg(F.sort_array(F.collect_list("skipped_value")).alias("skipped_values"))
+    )
+
+
 CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "lost-write": (lost_write, "values"),
     "unseen": (unseen, "values"),
@@ -140,6 +214,10 @@ CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "unexpected": (unexpected, "values"),
     "aborted-read": (aborted_read, "values"),
     "reorder": (reorder, "pairs"),
+    "int-nonmonotonic-send": (int_nonmonotonic_send, "pairs"),
+    "torn-txn": (torn_txn, "txns"),
+    "nonmonotonic-poll": (nonmonotonic_poll, "pairs"),
+    "poll-skip": (poll_skip, "skips"),
 }
 
 

@@ -44,6 +44,12 @@ class Builder:
         self.h.complete(t, process, "send", [send(v, p, off, o) for v, p, off, o in acks])
         return self
 
+    def txn(self, process: int, sends: list[tuple[int, int, int | None]], op_type: str) -> Builder:
+        """sends: (value, partition, offset); op_type is the outcome of all of them."""
+        self.h.invoke(process, "txn", [send(v, p) for v, p, _ in sends])
+        self.h.complete(op_type, process, "txn", [send(v, p, o, op_type) for v, p, o in sends])
+        return self
+
     def poll(self, process: int, records: list[tuple[int | None, int, int]]) -> Builder:
         self.h.invoke(process, "poll", [{"op": "poll"}])
         self.h.complete(

@@ -9,14 +9,12 @@ to see). The whole drain is bounded by `timeout_s`.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
 from harness.history import HistoryWriter
 from harness.spec import DrainSpec, TopicSpec
+from workloads.consumer import new_consumer, records_of
 from workloads.processes import ProcessIds
 
 
@@ -37,19 +35,8 @@ def drain(
     pids: ProcessIds,
     logger: Any = None,
 ) -> DrainResult:
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"kafka-trial-drain-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "log_level": 3,
-    }
-    if logger is not None:
-        conf["logger"] = logger
-    consumer = Consumer(conf)
+    consumer = new_consumer(bootstrap, topic, "read_committed", logger)
     parts = list(range(topic.partitions))
-    consumer.assign([TopicPartition(topic.name, p, OFFSET_BEGINNING) for p in parts])
     process = pids.next()
     t0 = time.monotonic()
     deadline = t0 + spec.timeout_s
@@ -66,25 +53,14 @@ def drain(
                 history.complete("info", process, "poll", [{"op": "poll"}], str(e))
                 process = pids.next()
                 continue
-            records = []
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_end_since.setdefault(m.partition(), time.monotonic())
-                    continue
-                p = m.partition()
-                at_end_since.pop(p, None)
-                next_offset[p] = m.offset() + 1
-                raw = m.value()
-                records.append(
-                    {
-                        "topic": m.topic(),
-                        "partition": p,
-                        "offset": m.offset(),
-                        "value": int(raw) if raw is not None and raw.isdigit() else None,
-                    }
-                )
+            records, at_end = records_of(msgs)
+            for r in records:
+                at_end_since.pop(r["partition"], None)
+                next_offset[r["partition"]] = r["offset"] + 1
+            # An end-of-partition event follows that partition's records in a batch.
+            now = time.monotonic()
+            for p in at_end:
+                at_end_since.setdefault(p, now)
             total += len(records)
             history.complete("ok", process, "poll", [{"op": "poll", "records": records}])
             now = time.monotonic()

@@ -11,8 +11,10 @@ import pytest
 import docker
 from harness.cluster import CONTROLLER_PROXY_BASE, INTERNAL_PROXY_BASE, LABEL, Cluster
 from harness.engine import ensure_engine
+from harness.history import HistoryWriter
 from harness.images import Images, ensure_images
 from harness.spec import RunSpec
+from nemesis.recorder import NemesisRecorder
 
 # ApiVersions v0, correlation id 1, client id "kt": any Kafka listener answers it.
 API_VERSIONS = b"\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02kt"
@@ -37,6 +39,30 @@ def engine() -> docker.DockerClient:
 @pytest.fixture(scope="session")
 def images(engine: docker.DockerClient) -> Images:
     return ensure_images(engine, RunSpec().cluster)
+
+
+@pytest.fixture(scope="module")
+def cluster(engine: docker.DockerClient, images: Images, tmp_path_factory) -> Iterator[Cluster]:
+    """One default 3-node cluster with the default topic, shared by a test module."""
+    spec = RunSpec()
+    c = Cluster(engine, spec.cluster, images)
+    try:
+        c.start()
+        c.await_registered(spec.cluster.startup_timeout_s)
+        c.create_topic(spec.topic)
+        assert c.await_in_sync(spec.topic.name, 120)
+        yield c
+    finally:
+        c.collect_logs(tmp_path_factory.mktemp("logs"))
+        c.teardown()
+        assert containers_of(c.run_id) == []
+
+
+@pytest.fixture
+def rec(tmp_path) -> Iterator[NemesisRecorder]:
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    yield NemesisRecorder(h)
+    h.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -76,3 +76,38 @@ def test_lone_leader_then_unclean_election_loses_acknowledged_writes(
     assert c["lost-write"] > 0
     assert res["valid"] is False
     assert "lost-write" in res["forbidden_seen"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("isolation", "aborted_reads"), [("read_uncommitted", True), ("read_committed", False)]
+)
+def test_transactions_aborts_visible_only_to_read_uncommitted(
+    tmp_path: Path, images, isolation: str, aborted_reads: bool
+) -> None:
+    """Claim C10: read_committed never sees aborted records; read_uncommitted does."""
+    run_dir, res = _run(
+        tmp_path,
+        {
+            "name": f"txn-{isolation}",
+            "duration_s": 15,
+            "producer": {
+                "transactional": True,
+                "abort_fraction": 0.3,
+                "workers": 2,
+                "batch": 6,
+                "txn_partitions": 3,
+            },
+            "consumer": {"workers": 1, "isolation_level": isolation},
+            "nemesis": {"faults": []},
+            "check": {"allowed": ["aborted-read"]},
+        },
+    )
+    c = _counts(res)
+    ops = read_history(run_dir / "history.jsonl").ops
+    txns = [o for o in ops if o.f == "txn" and o.type != "invoke"]
+    assert {o.type for o in txns} >= {"ok", "fail"}, "need committed and aborted txns"
+    assert (c["aborted-read"] > 0) is aborted_reads, c
+    assert c["torn-txn"] == 0 and c["lost-write"] == 0 and c["poll-skip"] == 0
+    assert c["nonmonotonic-poll"] == 0
+    assert res["valid"] is True

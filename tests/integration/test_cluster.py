@@ -3,44 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-import docker
 from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.images import Images
+from harness.history import read_history
 from harness.spec import RunSpec
 from nemesis.packages import PartitionFault, ProcessFault
-from nemesis.recorder import NemesisRecorder
-from tests.integration.conftest import containers_of, probe, probe_client
+from tests.integration.conftest import probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
-
-
-@pytest.fixture(scope="module")
-def cluster(engine: docker.DockerClient, images: Images, tmp_path_factory) -> Iterator[Cluster]:
-    c = Cluster(engine, SPEC.cluster, images)
-    try:
-        c.start()
-        c.await_registered(SPEC.cluster.startup_timeout_s)
-        c.create_topic(SPEC.topic)
-        assert c.await_in_sync(TOPIC, 120)
-        yield c
-    finally:
-        c.collect_logs(tmp_path_factory.mktemp("logs"))
-        c.teardown()
-        assert containers_of(c.run_id) == []
-
-
-@pytest.fixture
-def rec(tmp_path: Path) -> Iterator[NemesisRecorder]:
-    h = HistoryWriter(tmp_path / "history.jsonl")
-    yield NemesisRecorder(h)
-    h.close()
 
 
 def all_pairs(cluster: Cluster) -> list[tuple[int, int, str]]:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-import docker
 from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.images import Images
+from harness.history import read_history
 from harness.spec import PARTITION_TOPOLOGIES, RunSpec
 from harness.toxiproxy import Toxic
 from nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
@@ -21,27 +17,6 @@ from tests.integration.conftest import probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
-
-
-@pytest.fixture(scope="module")
-def cluster(engine: docker.DockerClient, images: Images, tmp_path_factory) -> Iterator[Cluster]:
-    c = Cluster(engine, SPEC.cluster, images)
-    try:
-        c.start()
-        c.await_registered(SPEC.cluster.startup_timeout_s)
-        c.create_topic(SPEC.topic)
-        assert c.await_in_sync(TOPIC, 120)
-        yield c
-    finally:
-        c.collect_logs(tmp_path_factory.mktemp("logs"))
-        c.teardown()
-
-
-@pytest.fixture
-def rec(tmp_path: Path) -> Iterator[NemesisRecorder]:
-    h = HistoryWriter(tmp_path / "history.jsonl")
-    yield NemesisRecorder(h)
-    h.close()
 
 
 def last_ok(rec: NemesisRecorder) -> dict:

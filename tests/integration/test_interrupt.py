@@ -15,23 +15,23 @@ import pytest
 from harness.cluster import LABEL
 from harness.engine import ensure_engine
 
+RUN_UNTIL_FAULT = [
+    sys.executable,
+    "-m",
+    "harness.cli",
+    "run",
+    "--duration",
+    "120",
+    "--nemesis",
+    "isolate-broker",
+    "--no-analyze",
+]
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) -> None:
+
+def start_run_until_fault(runs_dir: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start a campaign and return once a partition fault is in place."""
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "run",
-            "--runs-dir",
-            str(tmp_path),
-            "--duration",
-            "120",
-            "--nemesis",
-            "isolate-broker",
-            "--no-analyze",
-        ],
+        [*RUN_UNTIL_FAULT, "--runs-dir", str(runs_dir)],
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -40,14 +40,20 @@ def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) 
     assert proc.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + 240
+    for line in proc.stderr:
+        seen.append(line)
+        if "nemesis partition" in line:  # a fault is active right now
+            return proc, seen
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    pytest.fail("no fault started:\n" + "".join(seen))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) -> None:
+    proc, seen = start_run_until_fault(tmp_path)
     try:
-        for line in proc.stderr:
-            seen.append(line)
-            if "nemesis partition" in line:  # a fault is active right now
-                break
-            assert time.monotonic() < deadline, "".join(seen)
-        else:
-            pytest.fail("run ended before a fault started:\n" + "".join(seen))
         time.sleep(1)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=180)
@@ -98,34 +104,9 @@ def _faults_in_place() -> int:
 
 def test_sigkill_mid_fault_then_heal_and_cleanup(tmp_path: Path, images) -> None:
     """A hard crash runs no cleanup at all: `kafka-trial heal` and `cleanup` recover."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "run",
-            "--runs-dir",
-            str(tmp_path),
-            "--duration",
-            "120",
-            "--nemesis",
-            "isolate-broker",
-            "--no-analyze",
-        ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            if "nemesis partition" in line:
-                break
-        proc.kill()
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc, _ = start_run_until_fault(tmp_path)
+    proc.kill()
+    proc.wait(30)
     assert _faults_in_place() > 0, "the crash should have left the partition in place"
     cli = [sys.executable, "-m", "harness.cli"]
     r = subprocess.run([*cli, "heal"], capture_output=True, text=True, timeout=120)

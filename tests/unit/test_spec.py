@@ -62,3 +62,29 @@ def test_saved_spec_round_trips(tmp_path: Path) -> None:
     s = build_spec({"seed": 3, "nemesis": {"faults": ["kill-leader"]}})
     (tmp_path / "spec.json").write_text(s.to_json())
     assert read_saved_spec(tmp_path) == s
+
+
+def test_every_preset_is_a_valid_spec_and_declares_expectations() -> None:
+    from harness.presets import PRESETS, preset
+
+    for name in PRESETS:
+        s = load_spec(None, None, preset(name))
+        assert s.name == name
+    assert load_spec(None, None, preset("safe")).check.allowed == ()
+    assert "duplicate" in load_spec(None, None, preset("no-idempotence-retries")).check.allowed
+
+
+def test_flags_override_presets() -> None:
+    from harness.presets import preset
+
+    s = load_spec(None, {"producer": {"max_in_flight": 2}}, preset("inflight-reorder"))
+    assert s.producer.max_in_flight == 2 and s.producer.idempotence is False
+
+
+def test_planned_and_unknown_presets_are_clear_errors() -> None:
+    from harness.presets import preset
+
+    with pytest.raises(TrialError, match="does not have yet"):
+        preset("txn")
+    with pytest.raises(TrialError, match="unknown preset"):
+        preset("yolo")

@@ -1,0 +1,92 @@
+"""Named presets: the articles' recommended and dangerous settings, each with the
+anomaly types it is expected to show (allowed, so they do not fail the run).
+
+A preset is a partial config; a config file and flags override it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import TrialError
+
+_RESET_CLIENT_LINKS = {
+    "degrade": {
+        "type": "reset_peer",
+        "attributes": {"timeout": 200},
+        "stream": "downstream",
+        "links": "client",
+    },
+    "targets": ["leader"],
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "safe": {
+        "name": "safe",
+        "topic": {
+            "replication_factor": 3,
+            "min_insync_replicas": 2,
+            "unclean_leader_election": False,
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {"faults": ["kill-leader", "isolate-broker", "pause"]},
+        "check": {"allowed": []},
+    },
+    "acks0": {
+        "name": "acks0",
+        "producer": {"acks": "0", "idempotence": False, "retries": 0},
+        "nemesis": {"faults": ["kill-leader"]},
+        "check": {"allowed": ["lost-write", "unseen"]},
+    },
+    "acks1": {
+        "name": "acks1",
+        "topic": {"min_insync_replicas": 1},
+        "producer": {"acks": "1", "idempotence": False},
+        "nemesis": {"faults": ["kill-leader", "isolate-broker"]},
+        "check": {
+            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+        },
+    },
+    "min-isr-1": {
+        "name": "min-isr-1",
+        "topic": {"partitions": 1, "min_insync_replicas": 1},
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {"faults": ["unclean-failover"]},
+        "check": {"allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder"]},
+    },
+    "unclean": {
+        "name": "unclean",
+        "topic": {"partitions": 1, "min_insync_replicas": 1, "unclean_leader_election": True},
+        "producer": {"acks": "1", "idempotence": False},
+        "nemesis": {"faults": ["unclean-failover"]},
+        "check": {
+            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+        },
+    },
+    "no-idempotence-retries": {
+        "name": "no-idempotence-retries",
+        "producer": {"acks": "all", "idempotence": False, "max_in_flight": 1},
+        "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
+        "check": {"allowed": ["duplicate"]},
+    },
+    "inflight-reorder": {
+        "name": "inflight-reorder",
+        "producer": {"acks": "all", "idempotence": False, "max_in_flight": 5},
+        "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
+        "check": {"allowed": ["reorder", "duplicate"]},
+    },
+}
+
+# Named by issue 4, and waiting for the consumer-group and transactional workloads.
+PLANNED = ("auto-commit", "commit-before-process", "txn", "eos-copier")
+
+
+def preset(name: str) -> dict[str, Any]:
+    if name in PRESETS:
+        return PRESETS[name]
+    if name in PLANNED:
+        raise TrialError(
+            f"preset {name} needs a workload kafka-trial does not have yet",
+            f"use one of {', '.join(PRESETS)}",
+        )
+    raise TrialError(f"unknown preset {name}", f"use one of {', '.join(PRESETS)}")

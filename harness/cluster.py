@@ -509,6 +509,27 @@ class Cluster:
                 best = (leader, epoch)
         return None if best is None else best[0]
 
+    def wipe_data(self, node: int) -> None:
+        """SIGKILL a broker, empty its data volume, start it: it formats afresh."""
+        b = self.brokers[node]
+        if b.status() == "paused":
+            b.container.unpause()
+        if b.status() == "running":
+            b.kill()
+        mounts = b.container.attrs["Mounts"]
+        volume = next(m["Name"] for m in mounts if m["Destination"] == "/var/lib/kafka/data")
+        # A one-off container of the same image empties the volume; the broker's own
+        # container cannot, it is not running.
+        self.client.containers.run(
+            self.images.kafka,
+            entrypoint=["bash", "-c", "rm -rf /data/* /data/.[!.]*; true"],
+            volumes={volume: {"bind": "/data", "mode": "rw"}},
+            labels=self._labels("wipe", node),
+            network_mode="none",
+            remove=True,
+        )
+        b.container.start()
+
     def set_topic_config(self, topic: str, config: dict[str, str]) -> None:
         res = ConfigResource("topic", topic, set_config=config)
         for fut in self.admin().alter_configs([res]).values():

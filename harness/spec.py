@@ -37,6 +37,7 @@ NEMESIS_PACKAGES = (
     "client-partition",
     "degrade",
     "slow-follower",
+    "wipe",
     "kill-leader",
     "isolate-broker",
     "unclean-failover",
@@ -121,7 +122,7 @@ class ProducerSpec(_Frozen):
     txn_partitions: int = Field(3, ge=1, description="partitions each transaction writes")
     abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
     txn_delay_ms: int = Field(0, ge=0, description="pause inside each transaction")
-    transaction_timeout_ms: int = Field(20000, ge=1000)
+    transaction_timeout_ms: int = Field(60000, ge=1000)
     workers: int = Field(3, ge=1, le=64)
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
 
@@ -129,6 +130,10 @@ class ProducerSpec(_Frozen):
     def _idempotence_needs(self) -> ProducerSpec:
         if self.transactional and not self.idempotence:
             raise ValueError("transactions require idempotence; set producer.idempotence=true")
+        if self.transactional and self.delivery_timeout_ms > self.transaction_timeout_ms:
+            raise ValueError(
+                "delivery_timeout_ms must not exceed transaction_timeout_ms (librdkafka rule)"
+            )
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all; set producer.acks=all or idempotence=false"

@@ -1,7 +1,8 @@
 """A cluster-state timeline sampled during the run: RUN_DIR/cluster-state.jsonl.
 
 Each line: {"time": ns on the history's clock, "up": [running brokers],
-"registered": [brokers in metadata], "partitions": {"P": {"leader", "isr", "replicas"}}}.
+"registered": [brokers in metadata], "controller": active KRaft controller,
+"partitions": {"P": {"leader", "isr", "replicas"}}}.
 It shows the ISR shrink and expand that faults cause. Sampling errors are recorded
 as {"time", "error"}, never raised: the timeline is an observer.
 """
@@ -44,7 +45,13 @@ class StateTimeline:
                     }
                     for p in t_md.partitions.values()
                 }
-            return {"time": t, "up": up, "registered": sorted(md.brokers), "partitions": parts}
+            return {
+                "time": t,
+                "up": up,
+                "registered": sorted(md.brokers),
+                "controller": self.cluster.active_controller(),
+                "partitions": parts,
+            }
         except Exception as e:
             return {"time": t, "error": f"{type(e).__name__}: {e}"[:300]}
 

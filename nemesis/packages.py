@@ -104,6 +104,35 @@ class ProcessFault:
 
 
 @dataclass
+class WipeData:
+    """Kill the targeted brokers, delete their data directory (log segments and KRaft
+    metadata alike), and start them again with empty storage: the KIP-903 class of
+    failure. The heal is the restart itself; nothing can bring the data back."""
+
+    cluster: Cluster
+    rec: NemesisRecorder
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    name: str = "wipe"
+
+    def fault(self, pick: int) -> dict[str, Any] | None:
+        role = self.roles[pick % len(self.roles)]
+
+        def act() -> dict[str, Any]:
+            targets = resolve(role, self.cluster, self.topic, self.partition, pick)
+            for b in targets:
+                self.cluster.wipe_data(b)
+            return {"brokers": targets}
+
+        self.rec.do("wipe", {"target": role, "topic": self.topic, "partition": self.partition}, act)
+        return None
+
+    def heal(self) -> None:
+        return None
+
+
+@dataclass
 class PartitionFault:
     """Cut broker-to-broker links (replication and quorum) along a topology."""
 
@@ -399,6 +428,8 @@ def build_package(name: str, spec: RunSpec, cluster: Cluster, rec: NemesisRecord
         toxic = Toxic(f"kt-{d.type}", d.type, d.stream, dict(d.attributes))
         links = "follower-replication" if name == "slow-follower" else d.links
         return Degrade(cluster, rec, t, p, toxic, links, n.targets, name=name)
+    if name == "wipe":
+        return WipeData(cluster, rec, t, p, n.targets)
     if name == "unclean-failover":
         return UncleanFailover(cluster, rec, t, p, n.fault_s)
     raise ValueError(f"unknown nemesis package {name}")

@@ -116,6 +116,9 @@ class TxnWorker:
             if self.spec.txn_delay_ms:
                 self.stop.wait(self.spec.txn_delay_ms / 1000)
             if abort:
+                # Send everything first, so the aborted records really reach the log
+                # (an abort would otherwise purge them from the local queue).
+                producer.flush(self._timeout_s)
                 producer.abort_transaction(self._timeout_s)
                 outcome, error = "fail", "aborted on purpose"
             else:

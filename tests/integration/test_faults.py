@@ -207,3 +207,19 @@ def test_slow_follower_leaves_isr_and_rejoins(cluster: Cluster, rec) -> None:
         pkg.heal()
     assert writing(lambda: slow in cluster.partitions(TOPIC)[0].isr), "no ISR expand"
     producer.flush(30)
+
+
+def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> None:
+    from nemesis.packages import WipeData
+
+    for b in cluster.brokers.values():
+        assert b.container.exec_run(["touch", "/var/lib/kafka/data/kt-marker"]).exit_code == 0
+    pkg = WipeData(cluster, rec, TOPIC, 0, ("random",))
+    pkg.fault(pick=4)
+    (hit,) = last_ok(rec)["brokers"]
+    marker = ["test", "-e", "/var/lib/kafka/data/kt-marker"]
+    assert cluster.brokers[hit].status() == "running"
+    assert cluster.brokers[hit].container.exec_run(marker).exit_code == 1, "data not wiped"
+    others = [j for j in cluster.node_ids if j != hit]
+    assert all(cluster.brokers[j].container.exec_run(marker).exit_code == 0 for j in others)
+    healthy(cluster)  # the empty broker re-replicates and rejoins every ISR

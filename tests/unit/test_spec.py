@@ -88,3 +88,11 @@ def test_planned_and_unknown_presets_are_clear_errors() -> None:
         preset("txn")
     with pytest.raises(TrialError, match="unknown preset"):
         preset("yolo")
+
+
+def test_transactions_need_idempotence_and_fitting_timeouts() -> None:
+    with pytest.raises(TrialError, match="transactions require idempotence"):
+        build_spec({"producer": {"transactional": True, "idempotence": False, "acks": "all"}})
+    with pytest.raises(TrialError, match="transaction_timeout_ms"):
+        build_spec({"producer": {"transactional": True, "delivery_timeout_ms": 90000}})
+    assert build_spec({"producer": {"transactional": True}}).producer.transactional

@@ -30,6 +30,9 @@ DEFINITIONS: dict[str, str] = {
     "had read before (adjacent pairs)",
     "poll-skip": "a consumer process's consecutive reads of a partition jumped over an offset "
     "holding an acknowledged value",
+    "group-missed": "an acknowledged value below the group's final committed offset that the "
+    "group's application never processed",
+    "group-redelivered": "a value the group's application processed more than once",
 }
 
 

@@ -131,7 +131,7 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="YAML or JSON run config")
     p.add_argument(
         "--preset",
-        help="safe, acks0, acks1, min-isr-1, unclean, no-idempotence-retries, inflight-reorder",
+        help="a named configuration (harness/presets.py): safe, acks0, acks1, unclean, ...",
     )
     p.add_argument("--name")
     p.add_argument("--seed", type=int)

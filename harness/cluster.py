@@ -53,6 +53,7 @@ CLIENT_PORT = 9092
 INTERNAL_PORT = 9093
 CONTROLLER_PORT = 9094
 CLIENT_PROXY_PORT = 19092
+CLIENT_LANE_BASE = 9200
 INTERNAL_PROXY_BASE = 19100
 CONTROLLER_PROXY_BASE = 19200
 API_PORT = 8474
@@ -63,8 +64,20 @@ CutMode = Literal["drop", "reject"]
 CUT_TOXICS = ("kt-cut-up", "kt-cut-down")
 
 
-def proxy_name(dst: int, kind: LinkKind) -> str:
-    return "client" if kind == "client" else f"to-{dst}-{kind}"
+def proxy_name(dst: int, kind: LinkKind, lane: int = 0) -> str:
+    if kind == "client":
+        return "client" if lane == 0 else f"client-{lane}"
+    return f"to-{dst}-{kind}"
+
+
+def client_listener(lane: int) -> tuple[str, int, int]:
+    """(listener name, broker port, sidecar container port) of a client lane.
+
+    Each lane is its own listener, advertised at its own host port, so one client
+    (a lane) can be cut off a broker while the others still reach it."""
+    if lane == 0:
+        return "CLIENT", CLIENT_PORT, CLIENT_PROXY_PORT
+    return f"CLIENT{lane}", CLIENT_LANE_BASE + lane, CLIENT_PROXY_PORT + lane
 
 
 @dataclass(frozen=True)
@@ -75,10 +88,11 @@ class Link:
     dst: int
     kind: LinkKind
     toxi: ToxiproxyClient
+    lane: int = 0  # which client lane, for client links
 
     @property
     def proxy(self) -> str:
-        return proxy_name(self.dst, self.kind)
+        return proxy_name(self.dst, self.kind, self.lane)
 
     def cut(
         self, mode: CutMode = "drop", streams: tuple[str, ...] = ("upstream", "downstream")
@@ -113,7 +127,11 @@ class Broker:
     container: Container
     sidecar: Container
     toxi: ToxiproxyClient
-    client_port: int
+    client_ports: tuple[int, ...]  # host port of each client lane
+
+    @property
+    def client_port(self) -> int:
+        return self.client_ports[0]
 
     @property
     def name(self) -> str:
@@ -249,7 +267,8 @@ class Cluster:
     def node_ids(self) -> list[int]:
         return list(range(1, self.spec.brokers + 1))
 
-    def _broker_env(self, j: int, cluster_id: str, client_port: int) -> dict[str, str]:
+    def _broker_env(self, j: int, cluster_id: str, client_ports: list[int]) -> dict[str, str]:
+        lanes = [client_listener(k) for k in range(len(client_ports))]
         voters = ",".join(f"{k}@127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.node_ids)
         env = {
             "CLUSTER_ID": cluster_id,
@@ -257,14 +276,20 @@ class Cluster:
             "KAFKA_PROCESS_ROLES": "broker,controller",
             "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
             "KAFKA_LISTENERS": (
-                f"CLIENT://127.0.0.1:{CLIENT_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
+                "".join(f"{name}://127.0.0.1:{port}," for name, port, _ in lanes)
+                + f"INTERNAL://0.0.0.0:{INTERNAL_PORT},"
                 f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
             ),
             "KAFKA_ADVERTISED_LISTENERS": (
-                f"CLIENT://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
+                "".join(
+                    f"{name}://127.0.0.1:{hp},"
+                    for (name, _, _), hp in zip(lanes, client_ports, strict=True)
+                )
+                + f"INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
             ),
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
-                "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                "".join(f"{name}:PLAINTEXT," for name, _, _ in lanes)
+                + "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
             ),
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
@@ -319,7 +344,15 @@ class Cluster:
                         aliases=[f"kafka-{j}"]
                     )
                 },
-                ports={f"{API_PORT}/tcp": api_bind, f"{CLIENT_PROXY_PORT}/tcp": client_bind},
+                ports={
+                    f"{API_PORT}/tcp": api_bind,
+                    f"{CLIENT_PROXY_PORT}/tcp": client_bind,
+                    # Extra client lanes always get free ports chosen by Docker.
+                    **{
+                        f"{client_listener(k)[2]}/tcp": ("127.0.0.1", None)
+                        for k in range(1, self.spec.client_lanes)
+                    },
+                },
                 labels=self._labels("proxy", j),
                 environment={"LOG_LEVEL": "info"},
                 detach=True,
@@ -329,10 +362,17 @@ class Cluster:
             sc.reload()
             ports = sc.attrs["NetworkSettings"]["Ports"]
             api = int(ports[f"{API_PORT}/tcp"][0]["HostPort"])
-            client_port = int(ports[f"{CLIENT_PROXY_PORT}/tcp"][0]["HostPort"])
+            client_ports = [
+                int(ports[f"{client_listener(k)[2]}/tcp"][0]["HostPort"])
+                for k in range(self.spec.client_lanes)
+            ]
             toxi = ToxiproxyClient(f"http://127.0.0.1:{api}")
             self._await_toxiproxy(toxi, j)
-            toxi.create_proxy("client", f"0.0.0.0:{CLIENT_PROXY_PORT}", f"127.0.0.1:{CLIENT_PORT}")
+            for k in range(self.spec.client_lanes):
+                _, broker_port, proxy_port = client_listener(k)
+                toxi.create_proxy(
+                    proxy_name(j, "client", k), f"0.0.0.0:{proxy_port}", f"127.0.0.1:{broker_port}"
+                )
             for k in self.node_ids:
                 host = "127.0.0.1" if k == j else f"kafka-{k}"
                 toxi.create_proxy(
@@ -352,12 +392,12 @@ class Cluster:
                 self.images.kafka,
                 name=f"kt-{self.run_id}-kafka-{j}",
                 network_mode=f"container:{sc.id}",
-                environment=self._broker_env(j, cluster_id, client_port),
+                environment=self._broker_env(j, cluster_id, client_ports),
                 volumes={volume.name: {"bind": "/var/lib/kafka/data", "mode": "rw"}},
                 labels=self._labels("broker", j),
                 detach=True,
             )
-            self.brokers[j] = Broker(j, broker, sc, toxi, client_port)
+            self.brokers[j] = Broker(j, broker, sc, toxi, tuple(client_ports))
 
     def _run_container(self, image: str, **kw: object) -> Container:
         try:
@@ -387,7 +427,12 @@ class Cluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{b.client_port}" for b in self.brokers.values())
+        return self.bootstrap_for(0)
+
+    def bootstrap_for(self, lane: int) -> str:
+        """Bootstrap servers of one client lane (lanes are taken modulo their number)."""
+        k = lane % self.spec.client_lanes
+        return ",".join(f"127.0.0.1:{b.client_ports[k]}" for b in self.brokers.values())
 
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -537,9 +582,9 @@ class Cluster:
 
     # --- links ------------------------------------------------------------------
 
-    def link(self, src: int | None, dst: int, kind: LinkKind) -> Link:
+    def link(self, src: int | None, dst: int, kind: LinkKind, lane: int = 0) -> Link:
         owner = self.brokers[dst] if src is None else self.brokers[src]
-        return Link(src, dst, kind, owner.toxi)
+        return Link(src, dst, kind, owner.toxi, lane)
 
     def peer_links(self, a: int, b: int) -> Iterator[Link]:
         """Both directions of replication and quorum traffic between a and b."""

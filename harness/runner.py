@@ -34,6 +34,7 @@ from nemesis.runner import NemesisRunner
 from nemesis.schedule import schedule
 from workloads.consumer import PollWorker
 from workloads.drain import drain
+from workloads.group_consumer import GroupWorker, record_group_offsets
 from workloads.processes import ProcessIds, UniqueValues
 from workloads.producer import AckTracker, ProducerWorker
 from workloads.transactions import TxnWorker
@@ -167,7 +168,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                     w = TxnWorker(
                         spec.producer,
                         spec.topic,
-                        cluster.bootstrap,
+                        cluster.bootstrap_for(i),
                         history,
                         pids,
                         values,
@@ -181,7 +182,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                     w = ProducerWorker(
                         spec.producer,
                         spec.topic,
-                        cluster.bootstrap,
+                        cluster.bootstrap_for(i),
                         history,
                         pids,
                         values,
@@ -193,10 +194,33 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 threads.append(
                     threading.Thread(target=_guard(w.run), name=f"producer-{i}", daemon=True)
                 )
+            group_id = f"kafka-trial-group-{cluster.run_id}"
             for i in range(spec.consumer.workers):
-                c = PollWorker(
-                    spec.consumer, spec.topic, cluster.bootstrap, history, pids, stop, logger
-                )
+                # Client lanes are numbered across producers and consumers.
+                lane = spec.producer.workers + i
+                c: PollWorker | GroupWorker
+                if spec.consumer.mode == "subscribe":
+                    c = GroupWorker(
+                        spec.consumer,
+                        spec.topic,
+                        cluster.bootstrap_for(lane),
+                        history,
+                        pids,
+                        stop,
+                        group_id,
+                        spec.seed * 1000 + lane,
+                        logger,
+                    )
+                else:
+                    c = PollWorker(
+                        spec.consumer,
+                        spec.topic,
+                        cluster.bootstrap_for(lane),
+                        history,
+                        pids,
+                        stop,
+                        logger,
+                    )
                 threads.append(
                     threading.Thread(target=_guard(c.run), name=f"consumer-{i}", daemon=True)
                 )
@@ -223,6 +247,10 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
             healthy = bool(health.get("healthy"))
             phase("final_heal")
+            if spec.consumer.mode == "subscribe" and spec.consumer.workers:
+                record_group_offsets(
+                    cluster.bootstrap, spec.topic, group_id, spec.consumer, history, pids
+                )
             log("final drain")
             result = drain(
                 cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history, pids, logger

@@ -26,6 +26,8 @@ ANOMALY_TYPES = (
     "torn-txn",
     "nonmonotonic-poll",
     "poll-skip",
+    "group-missed",
+    "group-redelivered",
 )
 
 NEMESIS_PACKAGES = (
@@ -90,6 +92,13 @@ class ClusterSpec(_Frozen):
     broker_heap: str = "512m"
     broker_config: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BROKER_CONFIG))
     startup_timeout_s: float = Field(180.0, gt=0)
+    client_lanes: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="client listeners per broker, each behind its own proxy: worker i uses "
+        "lane i mod lanes, so one client can be cut off a broker alone",
+    )
     host_port_base: int | None = Field(
         None,
         ge=1024,
@@ -159,11 +168,25 @@ class ProducerSpec(_Frozen):
 
 
 class ConsumerSpec(_Frozen):
-    """Consumers that poll during the fault phase (assign mode, all partitions)."""
+    """Consumers that poll during the fault phase.
+
+    assign: every partition from the start, no group, no commits.
+    subscribe: one consumer group; each poll's records are "processed" (a history
+    op) and offsets committed in the chosen style; workers crash at the chosen point.
+    """
 
     workers: int = Field(0, ge=0, le=32)
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
     batch: int = Field(500, ge=1, le=100000, description="records per poll op at most")
+    mode: Literal["assign", "subscribe"] = "assign"
+    commit: Literal["auto", "after-process", "before-process"] = "after-process"
+    crash_fraction: float = Field(0.0, ge=0, le=1, description="polls followed by a crash")
+    crash_point: Literal["before-process", "before-commit"] = Field(
+        "before-process",
+        description="before-process: records polled (and, by style, committed) but not "
+        "processed; before-commit: processed but not committed",
+    )
+    session_timeout_ms: int = Field(10000, ge=1000)
 
 
 class DegradeSpec(_Frozen):
@@ -191,6 +214,9 @@ class NemesisSpec(_Frozen):
     )
     topologies: tuple[str, ...] = Field(PARTITION_TOPOLOGIES, description="for `partition`")
     partition_mode: Literal["drop", "reject"] = "drop"
+    client_scope: Literal["all", "one"] = Field(
+        "all", description="client-partition cuts every client, or one client's lane"
+    )
     degrade: DegradeSpec = DegradeSpec()
 
     @model_validator(mode="after")

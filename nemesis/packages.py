@@ -196,7 +196,8 @@ class PartitionFault:
 
 @dataclass
 class ClientPartition:
-    """Cut host clients off from the brokers a role names (all clients at once)."""
+    """Cut host clients off from the brokers a role names: every client, or (with
+    several client lanes, `scope="one"`) a single client's lane."""
 
     cluster: Cluster
     rec: NemesisRecorder
@@ -204,32 +205,41 @@ class ClientPartition:
     partition: int
     roles: tuple[str, ...]
     mode: str = "drop"
+    scope: str = "all"
     name: str = "client-partition"
-    _hit: tuple[int, ...] = ()
+    _cut: tuple[Link, ...] = ()
 
     def fault(self, pick: int) -> dict[str, Any] | None:
         role = self.roles[pick % len(self.roles)]
+        n_lanes = self.cluster.spec.client_lanes
+        lanes = [pick % n_lanes] if self.scope == "one" else list(range(n_lanes))
 
         def act() -> dict[str, Any]:
             targets = resolve(role, self.cluster, self.topic, self.partition, pick)
-            for b in targets:
-                self.cluster.link(None, b, "client").cut(self.mode)  # type: ignore[arg-type]
-            self._hit = tuple(targets)
-            return {"brokers": targets}
+            links = [self.cluster.link(None, b, "client", k) for b in targets for k in lanes]
+            for link in links:
+                link.cut(self.mode)  # type: ignore[arg-type]
+            self._cut = tuple(links)
+            return {"brokers": targets, "lanes": lanes}
 
-        self.rec.do("client-partition", {"target": role, "mode": self.mode}, act)
+        self.rec.do(
+            "client-partition", {"target": role, "mode": self.mode, "scope": self.scope}, act
+        )
         return None
 
     def heal(self) -> None:
-        hit, self._hit = self._hit, ()
-        if hit:
+        cut, self._cut = self._cut, ()
+        if cut:
 
             def act() -> dict[str, Any]:
-                for b in hit:
-                    self.cluster.link(None, b, "client").heal()
-                return {"brokers": list(hit)}
+                for link in cut:
+                    link.heal()
+                return {
+                    "brokers": sorted({lk.dst for lk in cut}),
+                    "lanes": sorted({lk.lane for lk in cut}),
+                }
 
-            self.rec.do("client-heal", {"brokers": list(hit)}, act)
+            self.rec.do("client-heal", {}, act)
 
 
 @dataclass
@@ -422,7 +432,7 @@ def build_package(name: str, spec: RunSpec, cluster: Cluster, rec: NemesisRecord
     if name == "partition":
         return PartitionFault(cluster, rec, t, p, n.topologies, n.partition_mode)
     if name == "client-partition":
-        return ClientPartition(cluster, rec, t, p, n.targets, n.partition_mode)
+        return ClientPartition(cluster, rec, t, p, n.targets, n.partition_mode, n.client_scope)
     if name in ("degrade", "slow-follower"):
         d = n.degrade
         toxic = Toxic(f"kt-{d.type}", d.type, d.stream, dict(d.attributes))

@@ -27,6 +27,14 @@ RECORD = StructType(
     ]
 )
 
+OFFSET = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", LongType()),
+        StructField("offset", LongType()),
+    ]
+)
+
 MICRO_OPS = ArrayType(
     StructType(
         [
@@ -37,6 +45,8 @@ MICRO_OPS = ArrayType(
             StructField("offset", LongType()),
             StructField("outcome", StringType()),
             StructField("records", ArrayType(RECORD)),
+            StructField("offsets", ArrayType(OFFSET)),
+            StructField("partitions", ArrayType(LongType())),
         ]
     )
 )
@@ -58,6 +68,7 @@ HISTORY_SCHEMA = StructType(
 )
 
 SEND_FS = ("send", "txn")
+GROUP_FS = ("process", "commit", "group-offsets", "assign", "revoke", "lost", "crash")
 READ_FS = ("poll", "txn")
 
 
@@ -69,6 +80,9 @@ class Frames:
     attempted: DataFrame  # value: every value any send invoked
     sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
     reads: DataFrame  # value, topic, partition, offset, index, process, rpos
+    processed: DataFrame  # value, topic, partition, offset, index, process
+    group_offsets: DataFrame  # topic, partition, committed (the group's final offsets)
+    rebalances: DataFrame  # process, index of each assign / revoke / lost event
 
 
 def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
@@ -96,7 +110,7 @@ def load(spark: SparkSession, path: str) -> Frames:
         .option("columnNameOfCorruptRecord", "_corrupt")
         .json(path)
     )
-    client_fs = (*SEND_FS, *READ_FS)
+    client_fs = (*SEND_FS, *READ_FS, *GROUP_FS)
     is_client = (F.col("process") != "nemesis") & F.col("f").isin(*client_fs)
     # Damaged: not an op at all, or a client op whose micro-ops do not fit the format.
     ok_line = (
@@ -169,4 +183,33 @@ def load(spark: SparkSession, path: str) -> Frames:
         )
         .cache()
     )
-    return Frames(ops, damaged, open_invokes, attempted, sends, reads)
+    processed = (
+        completions.filter((F.col("type") == "ok") & (F.col("f") == "process"))
+        .select("index", "process", F.explode("micro").alias("m"))
+        .select("index", "process", F.explode("m.records").alias("r"))
+        .select(
+            F.col("r.value").alias("value"),
+            F.col("r.topic").alias("topic"),
+            F.col("r.partition").alias("partition"),
+            F.col("r.offset").alias("offset"),
+            "index",
+            "process",
+        )
+    )
+    group_offsets = (
+        completions.filter((F.col("type") == "ok") & (F.col("f") == "group-offsets"))
+        .select(F.explode("micro").alias("m"))
+        .select(F.explode("m.offsets").alias("o"))
+        .select(
+            F.col("o.topic").alias("topic"),
+            F.col("o.partition").alias("partition"),
+            F.col("o.offset").alias("committed"),
+        )
+        .filter(F.col("committed").isNotNull())
+    )
+    rebalances = completions.filter(
+        (F.col("type") == "ok") & F.col("f").isin("assign", "revoke", "lost")
+    ).select("process", "index")
+    return Frames(
+        ops, damaged, open_invokes, attempted, sends, reads, processed, group_offsets, rebalances
+    )

@@ -164,10 +164,25 @@ def torn_txn(fr: Frames) -> DataFrame:
 
 
 def _consecutive_reads(fr: Frames) -> DataFrame:
-    """Each read paired with the previous read of the same process and partition."""
-    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
+    """Each read paired with the previous read of the same process and partition,
+    within one assignment: a rebalance legitimately moves a consumer's position."""
+    events = fr.rebalances.select(
+        "process", "index", F.lit(-1).cast("long").alias("rpos"), F.lit(1).alias("event")
+    )
+    reads = fr.reads.withColumn("event", F.lit(0))
+    by_time = (
+        Window.partitionBy("process")
+        .orderBy("index", "rpos")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    epoch = (
+        reads.unionByName(events, allowMissingColumns=True)
+        .withColumn("epoch", F.sum("event").over(by_time))
+        .filter(F.col("event") == 0)
+    )
+    w = Window.partitionBy("process", "epoch", *TP).orderBy("index", "rpos")
     return (
-        fr.reads.withColumn("prev_offset", F.lag("offset").over(w))
+        epoch.withColumn("prev_offset", F.lag("offset").over(w))
         .withColumn("prev_value", F.lag("value").over(w))
         .filter(F.col("prev_offset").isNotNull())
     )
@@ -206,6 +221,31 @@ def poll_skip(fr: Frames) -> DataFrame:
     )
 
 
+def group_missed(fr: Frames) -> DataFrame:
+    """An acknowledged value below the group's final committed offset that the
+    group's application never processed."""
+    return (
+        _acked(fr)
+        .filter(F.col("offset").isNotNull())
+        .join(F.broadcast(fr.group_offsets), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .join(fr.processed.select("value").distinct(), "value", "left_anti")
+        .select("value", *TP, "offset", "committed")
+    )
+
+
+def group_redelivered(fr: Frames) -> DataFrame:
+    """A value the group's application processed more than once."""
+    return (
+        fr.processed.groupBy("value")
+        .agg(
+            F.countDistinct("index").alias("times"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+        )
+        .filter(F.col("times") > 1)
+    )
+
+
 CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "lost-write": (lost_write, "values"),
     "unseen": (unseen, "values"),
@@ -218,6 +258,8 @@ CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "torn-txn": (torn_txn, "txns"),
     "nonmonotonic-poll": (nonmonotonic_poll, "pairs"),
     "poll-skip": (poll_skip, "skips"),
+    "group-missed": (group_missed, "values"),
+    "group-redelivered": (group_redelivered, "values"),
 }
 
 

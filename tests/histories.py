@@ -60,6 +60,29 @@ class Builder:
         )
         return self
 
+    def op(self, process: int, f: str, micro: dict[str, Any], op_type: str = "ok") -> Builder:
+        """Any client op whose invoke and completion carry the same single micro-op."""
+        self.h.invoke(process, f, [micro])
+        self.h.complete(op_type, process, f, [micro])
+        return self
+
+    def processed(self, process: int, records: list[tuple[int, int, int]]) -> Builder:
+        return self.op(
+            process, "process", {"op": "process", "records": [rec(v, p, o) for v, p, o in records]}
+        )
+
+    def group_offsets(self, process: int, offsets: dict[int, int]) -> Builder:
+        return self.op(
+            process,
+            "group-offsets",
+            {
+                "op": "group-offsets",
+                "offsets": [
+                    {"topic": TOPIC, "partition": p, "offset": o} for p, o in offsets.items()
+                ],
+            },
+        )
+
     def nemesis(self, f: str, value: dict[str, Any]) -> Builder:
         self.h.invoke("nemesis", f, value)
         self.h.complete("ok", "nemesis", f, value)

@@ -111,3 +111,42 @@ def test_transactions_aborts_visible_only_to_read_uncommitted(
     assert c["torn-txn"] == 0 and c["lost-write"] == 0 and c["poll-skip"] == 0
     assert c["nonmonotonic-poll"] == 0
     assert res["valid"] is True
+
+
+def _preset_run(tmp_path: Path, name: str, extra: dict) -> tuple[Path, dict]:
+    from harness.presets import preset
+    from harness.spec import _merge
+
+    return _run(tmp_path, _merge(preset(name), extra))
+
+
+@pytest.mark.slow
+def test_auto_commit_with_crashes_misses_messages(tmp_path: Path, images) -> None:
+    """Claim C16: auto-commit commits what was polled, so a crash before processing
+    loses those messages for the application."""
+    run_dir, res = _preset_run(
+        tmp_path,
+        "auto-commit",
+        {"duration_s": 20, "consumer": {"crash_fraction": 0.3}, "nemesis": {"faults": []}},
+    )
+    c = _counts(res)
+    ops = read_history(run_dir / "history.jsonl").ops
+    assert any(o.f == "crash" for o in ops) and any(o.f == "group-offsets" for o in ops)
+    assert c["group-missed"] > 0
+    assert c["lost-write"] == 0
+    assert res["valid"] is True  # expected by the preset, so allowed
+
+
+@pytest.mark.slow
+def test_commit_after_processing_redelivers_but_never_misses(tmp_path: Path, images) -> None:
+    """Claim C17: commit after processing is at-least-once: crashes between processing
+    and commit redeliver, and nothing committed is left unprocessed."""
+    _, res = _preset_run(
+        tmp_path,
+        "commit-after-process",
+        {"duration_s": 20, "consumer": {"crash_fraction": 0.3}, "nemesis": {"faults": []}},
+    )
+    c = _counts(res)
+    assert c["group-redelivered"] > 0
+    assert c["group-missed"] == 0
+    assert res["valid"] is True

@@ -85,7 +85,7 @@ def test_planned_and_unknown_presets_are_clear_errors() -> None:
     from harness.presets import preset
 
     with pytest.raises(TrialError, match="does not have yet"):
-        preset("txn")
+        preset("eos-copier")
     with pytest.raises(TrialError, match="unknown preset"):
         preset("yolo")
 

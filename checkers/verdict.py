@@ -33,6 +33,9 @@ DEFINITIONS: dict[str, str] = {
     "group-missed": "an acknowledged value below the group's final committed offset that the "
     "group's application never processed",
     "group-redelivered": "a value the group's application processed more than once",
+    "eos-output-lost": "an acknowledged input value the copier committed past that never "
+    "appears in the output topic",
+    "eos-output-duplicate": "an input value that appears more than once in the output topic",
 }
 
 

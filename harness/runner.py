@@ -33,6 +33,7 @@ from nemesis.recorder import NemesisRecorder
 from nemesis.runner import NemesisRunner
 from nemesis.schedule import schedule
 from workloads.consumer import PollWorker
+from workloads.copier import CopierWorker
 from workloads.drain import drain
 from workloads.group_consumer import GroupWorker, record_group_offsets
 from workloads.processes import ProcessIds, UniqueValues
@@ -146,12 +147,15 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
         with signals_interrupt():
             cluster.start()
             cluster.await_registered(spec.cluster.startup_timeout_s)
-            cluster.create_topic(spec.topic)
-            if not cluster.await_in_sync(spec.topic.name, spec.cluster.startup_timeout_s):
-                raise TrialError(
-                    f"topic {spec.topic.name} never became fully in sync",
-                    "read logs/kafka-N.log in the run directory",
-                )
+            sink = spec.topic.model_copy(update={"name": f"{spec.topic.name}-out"})
+            topics = [spec.topic, sink] if spec.copier.workers else [spec.topic]
+            for topic in topics:
+                cluster.create_topic(topic)
+                if not cluster.await_in_sync(topic.name, spec.cluster.startup_timeout_s):
+                    raise TrialError(
+                        f"topic {topic.name} never became fully in sync",
+                        "read logs/kafka-N.log in the run directory",
+                    )
             phase("cluster_ready")
             log(f"cluster ready: {cluster.bootstrap}")
             timeline = StateTimeline(
@@ -224,6 +228,27 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 threads.append(
                     threading.Thread(target=_guard(c.run), name=f"consumer-{i}", daemon=True)
                 )
+            copier_group = f"kafka-trial-copier-{cluster.run_id}"
+            sink_acks = AckTracker()
+            for i in range(spec.copier.workers):
+                lane = spec.producer.workers + spec.consumer.workers + i
+                cw = CopierWorker(
+                    spec.copier,
+                    spec.topic,
+                    sink,
+                    cluster.bootstrap_for(lane),
+                    history,
+                    pids,
+                    sink_acks,
+                    stop,
+                    copier_group,
+                    f"kt-{cluster.run_id}-copier-{i}",
+                    spec.seed * 1000 + lane,
+                    logger,
+                )
+                threads.append(
+                    threading.Thread(target=_guard(cw.run), name=f"copier-{i}", daemon=True)
+                )
             packages = {p.name: p for p in build_packages(spec, cluster, rec)}
             nemesis = NemesisRunner(cluster, rec, packages, steps, stop)
             nemesis_thread = threading.Thread(
@@ -251,12 +276,28 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 record_group_offsets(
                     cluster.bootstrap, spec.topic, group_id, spec.consumer, history, pids
                 )
+            if spec.copier.workers:
+                record_group_offsets(
+                    cluster.bootstrap,
+                    spec.topic,
+                    copier_group,
+                    spec.consumer,
+                    history,
+                    pids,
+                    role="copier",
+                )
             log("final drain")
             result = drain(
                 cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history, pids, logger
             )
             drain_complete = result.complete
             info["drain"] = asdict(result)
+            if spec.copier.workers:
+                out = drain(
+                    cluster.bootstrap, sink, spec.drain, sink_acks.snapshot(), history, pids, logger
+                )
+                drain_complete = drain_complete and out.complete
+                info["drain_output"] = asdict(out)
             phase("drain")
             ops = sum(w.ops for w in workers)
             ops_per_s = ops / load_s if load_s > 0 else 0.0

@@ -28,6 +28,8 @@ ANOMALY_TYPES = (
     "poll-skip",
     "group-missed",
     "group-redelivered",
+    "eos-output-lost",
+    "eos-output-duplicate",
 )
 
 NEMESIS_PACKAGES = (
@@ -189,6 +191,14 @@ class ConsumerSpec(_Frozen):
     session_timeout_ms: int = Field(10000, ge=1000)
 
 
+class CopierSpec(_Frozen):
+    """Consume-transform-produce copiers from the topic to TOPIC-out, exactly once."""
+
+    workers: int = Field(0, ge=0, le=8)
+    crash_fraction: float = Field(0.0, ge=0, le=1, description="copies that crash before commit")
+    batch: int = Field(50, ge=1, le=10000)
+
+
 class DegradeSpec(_Frozen):
     """The toxic that `degrade` and `slow-follower` add (Toxiproxy's attribute names)."""
 
@@ -264,6 +274,7 @@ class RunSpec(_Frozen):
     topic: TopicSpec = TopicSpec()
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
+    copier: CopierSpec = CopierSpec()
     nemesis: NemesisSpec = NemesisSpec()
     drain: DrainSpec = DrainSpec()
     check: CheckSpec = CheckSpec()

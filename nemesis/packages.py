@@ -152,11 +152,13 @@ class PartitionFault:
         def act() -> dict[str, Any]:
             nodes = sorted(self.cluster.node_ids)
             base, _, role = topology.partition("-")
+            isolated: list[int] = []
             if base == "isolate":
                 (target,) = resolve(
                     role or "random", self.cluster, self.topic, self.partition, pick
                 )[:1]
                 grudge = topologies.build("isolate", nodes, rng, target)
+                isolated = [target]
             else:
                 grudge = topologies.build(topology, nodes, rng)
             # Reject mode cannot be one-way: a disabled proxy refuses both directions.
@@ -171,11 +173,14 @@ class PartitionFault:
                     link.cut(mode, (stream,))  # type: ignore[arg-type]
             self._cuts = tuple(cuts)
             hit = sorted({n for n, g in grudge.items() if g})
-            return {
+            result: dict[str, Any] = {
                 "brokers": hit,
                 "mode": mode,
                 "grudge": {str(k): sorted(v) for k, v in grudge.items() if v},
             }
+            if isolated:
+                result["isolated"] = isolated
+            return result
 
         self.rec.do("partition", {"topology": topology, "mode": self.mode}, act)
         return None

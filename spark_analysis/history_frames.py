@@ -47,6 +47,7 @@ MICRO_OPS = ArrayType(
             StructField("records", ArrayType(RECORD)),
             StructField("offsets", ArrayType(OFFSET)),
             StructField("partitions", ArrayType(LongType())),
+            StructField("role", StringType()),
         ]
     )
 )
@@ -81,7 +82,7 @@ class Frames:
     sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
     reads: DataFrame  # value, topic, partition, offset, index, process, rpos
     processed: DataFrame  # value, topic, partition, offset, index, process
-    group_offsets: DataFrame  # topic, partition, committed (the group's final offsets)
+    group_offsets: DataFrame  # role, topic, partition, committed (each group's final offsets)
     rebalances: DataFrame  # process, index of each assign / revoke / lost event
 
 
@@ -199,8 +200,12 @@ def load(spark: SparkSession, path: str) -> Frames:
     group_offsets = (
         completions.filter((F.col("type") == "ok") & (F.col("f") == "group-offsets"))
         .select(F.explode("micro").alias("m"))
-        .select(F.explode("m.offsets").alias("o"))
         .select(
+            F.coalesce(F.col("m.role"), F.lit("consumer")).alias("role"),
+            F.explode("m.offsets").alias("o"),
+        )
+        .select(
+            "role",
             F.col("o.topic").alias("topic"),
             F.col("o.partition").alias("partition"),
             F.col("o.offset").alias("committed"),

@@ -227,7 +227,7 @@ def group_missed(fr: Frames) -> DataFrame:
     return (
         _acked(fr)
         .filter(F.col("offset").isNotNull())
-        .join(F.broadcast(fr.group_offsets), TP)
+        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
         .filter(F.col("offset") < F.col("committed"))
         .join(fr.processed.select("value").distinct(), "value", "left_anti")
         .select("value", *TP, "offset", "committed")
@@ -246,6 +246,38 @@ def group_redelivered(fr: Frames) -> DataFrame:
     )
 
 
+def _copier_input(fr: Frames) -> DataFrame:
+    """Acknowledged input values the copier group committed past: each must appear
+    exactly once in the output, as -(v + 1)."""
+    return (
+        _acked(fr)
+        .filter((F.col("value") >= 0) & F.col("offset").isNotNull())
+        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "copier")), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .select("value", *TP, "offset", "committed")
+    )
+
+
+def eos_output_lost(fr: Frames) -> DataFrame:
+    out = fr.reads.filter(F.col("value") < 0).select((-F.col("value") - 1).alias("value"))
+    return _copier_input(fr).join(out.distinct(), "value", "left_anti")
+
+
+def eos_output_duplicate(fr: Frames) -> DataFrame:
+    out = (
+        fr.reads.filter(F.col("value") < 0)
+        .select((-F.col("value") - 1).alias("value"), *TP, "offset")
+        .distinct()
+        .groupBy("value")
+        .agg(
+            F.count("*").alias("copies"),
+            F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
+        )
+        .filter(F.col("copies") > 1)
+    )
+    return _copier_input(fr).select("value").join(out, "value")
+
+
 CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "lost-write": (lost_write, "values"),
     "unseen": (unseen, "values"),
@@ -260,6 +292,8 @@ CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "poll-skip": (poll_skip, "skips"),
     "group-missed": (group_missed, "values"),
     "group-redelivered": (group_redelivered, "values"),
+    "eos-output-lost": (eos_output_lost, "values"),
+    "eos-output-duplicate": (eos_output_duplicate, "values"),
 }
 
 

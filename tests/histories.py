@@ -71,17 +71,53 @@ class Builder:
             process, "process", {"op": "process", "records": [rec(v, p, o) for v, p, o in records]}
         )
 
-    def group_offsets(self, process: int, offsets: dict[int, int]) -> Builder:
+    def group_offsets(
+        self, process: int, offsets: dict[int, int], role: str = "consumer"
+    ) -> Builder:
         return self.op(
             process,
             "group-offsets",
             {
                 "op": "group-offsets",
+                "role": role,
                 "offsets": [
                     {"topic": TOPIC, "partition": p, "offset": o} for p, o in offsets.items()
                 ],
             },
         )
+
+    def copy(
+        self,
+        process: int,
+        records: list[tuple[int, int, int]],
+        outputs: list[tuple[int, int, int]],
+        op_type: str = "ok",
+    ) -> Builder:
+        """A copier txn: input records read, (value, partition, offset) written to t-out."""
+
+        def out(v: int, p: int) -> dict[str, Any]:
+            return {"op": "send", "topic": f"{TOPIC}-out", "partition": p, "value": v}
+
+        self.h.invoke(process, "txn", [{"op": "poll"}, *[out(v, p) for v, p, _ in outputs]])
+        self.h.complete(
+            op_type,
+            process,
+            "txn",
+            [
+                {"op": "poll", "records": [rec(v, p, o) for v, p, o in records]},
+                *[{**out(v, p), "offset": o, "outcome": op_type} for v, p, o in outputs],
+            ],
+        )
+        return self
+
+    def read_out(self, process: int, records: list[tuple[int, int, int]]) -> Builder:
+        recs = [
+            {"topic": f"{TOPIC}-out", "partition": p, "offset": o, "value": v}
+            for v, p, o in records
+        ]
+        self.h.invoke(process, "poll", [{"op": "poll"}])
+        self.h.complete("ok", process, "poll", [{"op": "poll", "records": recs}])
+        return self
 
     def nemesis(self, f: str, value: dict[str, Any]) -> Builder:
         self.h.invoke("nemesis", f, value)

@@ -168,10 +168,13 @@ def record_group_offsets(
     spec: ConsumerSpec,
     history: HistoryWriter,
     pids: ProcessIds,
+    role: str = "consumer",
 ) -> None:
-    """The group's committed offsets after the fault phase, as one op."""
+    """The group's committed offsets after the fault phase, as one op. `role` says
+    whose group it is: the consumer group's, or the copier's."""
     process = pids.next()
-    history.invoke(process, "group-offsets", [{"op": "group-offsets"}])
+    head = {"op": "group-offsets", "role": role, "group": group_id}
+    history.invoke(process, "group-offsets", [head])
     c = Consumer(group_config(bootstrap, group_id, spec))
     try:
         got = c.committed(
@@ -185,10 +188,8 @@ def record_group_offsets(
             }
             for tp in got
         ]
-        history.complete(
-            "ok", process, "group-offsets", [{"op": "group-offsets", "offsets": offsets}]
-        )
+        history.complete("ok", process, "group-offsets", [{**head, "offsets": offsets}])
     except KafkaException as e:
-        history.complete("info", process, "group-offsets", [{"op": "group-offsets"}], str(e))
+        history.complete("info", process, "group-offsets", [head], str(e))
     finally:
         c.close()

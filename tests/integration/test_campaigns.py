@@ -150,3 +150,23 @@ def test_commit_after_processing_redelivers_but_never_misses(tmp_path: Path, ima
     assert c["group-redelivered"] > 0
     assert c["group-missed"] == 0
     assert res["valid"] is True
+
+
+@pytest.mark.slow
+def test_eos_copier_with_crashes_copies_exactly_once(tmp_path: Path, images) -> None:
+    """Claim C11: consume-transform-produce with send_offsets_to_transaction loses and
+    duplicates nothing in its output, though copiers crash mid-transaction."""
+    run_dir, res = _preset_run(
+        tmp_path,
+        "eos-copier",
+        {"duration_s": 20, "copier": {"crash_fraction": 0.2}, "nemesis": {"faults": []}},
+    )
+    c = _counts(res)
+    ops = read_history(run_dir / "history.jsonl").ops
+    copies = [o for o in ops if o.f == "txn" and o.type != "invoke"]
+    assert any(o.type == "ok" for o in copies)
+    assert any(o.error == "copier crashed before commit" for o in copies), "need crashes"
+    offsets = [o for o in ops if o.f == "group-offsets" and o.type == "ok"]
+    assert offsets and any(x["offset"] for x in offsets[0].value[0]["offsets"])
+    assert c["eos-output-lost"] == 0 and c["eos-output-duplicate"] == 0
+    assert res["valid"] is True, c

@@ -98,6 +98,26 @@ class CopierWorker:
         if clients is not None:
             clients[0].close()
             _abandon(clients[1])
+        self._fence()
+
+    def _fence(self) -> None:
+        """Restart once more under the same transactional.id, which aborts a transaction
+        a crash left open. Until then its offsets stay pending and block every
+        read_committed look-up of the group's offsets (UNSTABLE_OFFSET_COMMIT)."""
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": self.transactional_id,
+                "enable.idempotence": True,
+                "log_level": 3,
+            }
+        )
+        try:
+            producer.init_transactions(30)
+        except KafkaException as e:
+            log(f"copier could not fence {self.transactional_id}: {e}")
+        finally:
+            _abandon(producer)
 
     def _copy(
         self, consumer: Consumer, producer: Producer, process: int, rng: random.Random

@@ -178,7 +178,7 @@ def record_group_offsets(
     c = Consumer(group_config(bootstrap, group_id, spec))
     try:
         got = c.committed(
-            [TopicPartition(topic.name, p) for p in range(topic.partitions)], timeout=30
+            [TopicPartition(topic.name, p) for p in range(topic.partitions)], timeout=60
         )
         offsets = [
             {

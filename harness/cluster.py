@@ -113,8 +113,16 @@ class Link:
                 )
 
     def heal(self) -> None:
+        """Every toxic off this link, and the link enabled."""
         for t in self.toxi.toxics(self.proxy):
             self.toxi.remove_toxic(self.proxy, t["name"])
+        self.toxi.set_enabled(self.proxy, True)
+
+    def uncut(self) -> None:
+        """Undo `cut` only: toxics other faults put on this link stay."""
+        for t in self.toxi.toxics(self.proxy):
+            if t["name"] in CUT_TOXICS:
+                self.toxi.remove_toxic(self.proxy, t["name"])
         self.toxi.set_enabled(self.proxy, True)
 
     def add_toxic(self, toxic: Toxic) -> None:
@@ -178,7 +186,7 @@ def _cluster_id() -> str:
             return cid
 
 
-def _owner_alive(labels: dict[str, str]) -> bool:
+def owner_alive(labels: dict[str, str]) -> bool:
     if labels.get(LABEL_HOST) != socket.gethostname():
         return False
     try:
@@ -209,7 +217,7 @@ def remove_leftovers(
     # Brokers before sidecars: a broker lives in its sidecar's namespace.
     containers.sort(key=lambda c: c.labels.get(LABEL_ROLE) != "broker")
     for c in containers:
-        if not (force or run) and _owner_alive(c.labels):
+        if not (force or run) and owner_alive(c.labels):
             continue
         with contextlib.suppress(NotFound, APIError):
             if c.status == "paused":
@@ -218,13 +226,13 @@ def remove_leftovers(
             c.remove(force=True, v=True)
             removed += 1
     for n in client.networks.list(filters=flt):
-        if not (force or run) and _owner_alive(n.attrs.get("Labels") or {}):
+        if not (force or run) and owner_alive(n.attrs.get("Labels") or {}):
             continue
         with contextlib.suppress(NotFound, APIError):
             n.remove()
             removed += 1
     for v in client.volumes.list(filters=flt):
-        if not (force or run) and _owner_alive(v.attrs.get("Labels") or {}):
+        if not (force or run) and owner_alive(v.attrs.get("Labels") or {}):
             continue
         with contextlib.suppress(NotFound, APIError):
             v.remove(force=True)

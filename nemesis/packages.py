@@ -193,7 +193,7 @@ class PartitionFault:
         def act() -> dict[str, Any]:
             for src, dst in sorted({(s, d) for s, d, _ in cuts}):
                 for kind in ("internal", "controller"):
-                    self.cluster.link(src, dst, kind).heal()  # type: ignore[arg-type]
+                    self.cluster.link(src, dst, kind).uncut()  # type: ignore[arg-type]
             return {"brokers": sorted({n for c in cuts for n in c[:2]})}
 
         self.rec.do("heal", {"links": len(cuts)}, act)
@@ -238,7 +238,7 @@ class ClientPartition:
 
             def act() -> dict[str, Any]:
                 for link in cut:
-                    link.heal()
+                    link.uncut()
                 return {
                     "brokers": sorted({lk.dst for lk in cut}),
                     "lanes": sorted({lk.lane for lk in cut}),
@@ -377,7 +377,7 @@ class UncleanFailover:
 
         def heal_links() -> dict[str, Any]:
             for f in state["followers"]:
-                cl.link(f, leader, "internal").heal()
+                cl.link(f, leader, "internal").uncut()
             return {"brokers": state["followers"]}
 
         self.rec.do("heal", {"topology": "followers-from-leader"}, heal_links)

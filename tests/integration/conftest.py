@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -10,7 +11,14 @@ from collections.abc import Iterator
 import pytest
 
 import docker
-from harness.cluster import CONTROLLER_PROXY_BASE, INTERNAL_PROXY_BASE, LABEL, Cluster
+from harness.cluster import (
+    CONTROLLER_PROXY_BASE,
+    INTERNAL_PROXY_BASE,
+    LABEL,
+    LABEL_PID,
+    Cluster,
+    owner_alive,
+)
 from harness.engine import ensure_engine
 from harness.history import HistoryWriter
 from harness.images import Images, ensure_images
@@ -71,7 +79,12 @@ def no_leftovers_after_session(request: pytest.FixtureRequest) -> Iterator[None]
     yield
     if any("/integration/" in str(i.fspath) for i in request.session.items):
         client = ensure_engine()
-        left = client.containers.list(all=True, filters={"label": [LABEL]})
+        # Ours, or orphans; a concurrent run's live containers are not ours to judge.
+        left = [
+            c
+            for c in client.containers.list(all=True, filters={"label": [LABEL]})
+            if c.labels.get(LABEL_PID) == str(os.getpid()) or not owner_alive(c.labels)
+        ]
         assert not left, f"containers left behind: {[c.name for c in left]}"
 
 
@@ -100,12 +113,15 @@ def probe_client(port: int, timeout_s: float = 3, attempts: int = 3) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
                 s.sendall(API_VERSIONS)
-                got = b""
-                while len(got) < 4:
-                    chunk = s.recv(4 - len(got))
+                # The whole answer: a 4-byte length, then that many bytes.
+                want, got = 4, b""
+                while len(got) < want:
+                    chunk = s.recv(want - len(got))
                     if not chunk:
                         return False
                     got += chunk
+                    if want == 4 and len(got) == 4:
+                        want += int.from_bytes(got, "big")
                 return True
         except OSError:
             return False

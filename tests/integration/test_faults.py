@@ -225,3 +225,29 @@ def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> Non
     others = [j for j in cluster.node_ids if j != hit]
     assert all(cluster.brokers[j].container.exec_run(marker).exit_code == 0 for j in others)
     healthy(cluster)  # the empty broker re-replicates and rejoins every ISR
+
+
+@pytest.mark.parametrize(
+    ("kind", "attrs", "min_s"),
+    [
+        ("bandwidth", {"rate": 1}, 0.3),  # 1 KB/s: the ~0.4 KB answer takes a while
+        ("slicer", {"average_size": 1, "size_variation": 0, "delay": 3000}, 0.3),
+    ],
+)
+def test_slowing_toxics_on_client_link(
+    cluster: Cluster, rec, kind: str, attrs: dict, min_s: float
+) -> None:
+    toxic = Toxic(f"kt-{kind}", kind, "downstream", attrs)
+    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg.fault(pick=6)
+    (hit,) = last_ok(rec)["brokers"]
+    port = cluster.brokers[hit].client_port
+    try:
+        t0 = time.monotonic()
+        assert probe_client(port, timeout_s=20, attempts=1), "slowed, not cut"
+        assert time.monotonic() - t0 >= min_s
+    finally:
+        pkg.heal()
+    t0 = time.monotonic()
+    assert probe_client(port)
+    assert time.monotonic() - t0 < min_s

@@ -126,7 +126,8 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     history = HistoryWriter(run_dir / "history.jsonl")
     cluster = Cluster(client, spec.cluster, images)
     logger = _client_logger(run_dir)
-    stop = threading.Event()
+    stop = threading.Event()  # clients
+    nemesis_stop = threading.Event()  # no new fault steps
     sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
     workers: list[ProducerWorker | TxnWorker] = []
     threads: list[threading.Thread] = []
@@ -250,7 +251,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                     threading.Thread(target=_guard(cw.run), name=f"copier-{i}", daemon=True)
                 )
             packages = {p.name: p for p in build_packages(spec, cluster, rec)}
-            nemesis = NemesisRunner(cluster, rec, packages, steps, stop)
+            nemesis = NemesisRunner(cluster, rec, packages, steps, nemesis_stop)
             nemesis_thread = threading.Thread(
                 target=_guard(nemesis.run), name="nemesis", daemon=True
             )
@@ -260,10 +261,14 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             nemesis_thread.start()
             n_faults = sum(s.action == "fault" for s in steps)
             log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
-            stop.wait(spec.duration_s)
-            stop.set()
-            # A fault step can block (e.g. waiting for an ISR shrink); never forever.
+            nemesis_stop.wait(spec.duration_s)
+            nemesis_stop.set()
+            # A fault in progress finishes first (it may block, e.g. waiting for an ISR
+            # shrink, but never forever), and the clients keep writing through it and
+            # for a quiet spell after: what a fault did shows in what comes after it.
             nemesis_thread.join(spec.nemesis.fault_s + 180)
+            stop.wait(spec.nemesis.quiet_s)
+            stop.set()
             wait_s = (spec.producer.delivery_timeout_ms + spec.producer.request_timeout_ms) / 1e3
             for th in threads:
                 th.join(wait_s + 10)
@@ -308,6 +313,7 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
     finally:
         with signals_deferred():
+            nemesis_stop.set()
             stop.set()
             sampling.set()
             _finish(cluster, history, rec, run_dir, threads + observers)

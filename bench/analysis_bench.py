@@ -55,13 +55,14 @@ def write_history(path: Path, send_ops: int, batch: int, processes: int, partiti
             emit({"type": "ok", "process": p, "f": "send", "value": done})
         drain = processes
         for i in range(0, len(records), 1000):
-            emit({"type": "invoke", "process": drain, "f": "poll", "value": [{"op": "poll"}]})
+            poll = {"op": "poll", "role": "drain"}
+            emit({"type": "invoke", "process": drain, "f": "poll", "value": [poll]})
             emit(
                 {
                     "type": "ok",
                     "process": drain,
                     "f": "poll",
-                    "value": [{"op": "poll", "records": records[i : i + 1000]}],
+                    "value": [{**poll, "records": records[i : i + 1000]}],
                 }
             )
     return lines

@@ -15,8 +15,13 @@ Valid = bool | Literal["unknown"]
 # What each anomaly means; the Spark jobs implement these definitions.
 DEFINITIONS: dict[str, str] = {
     "lost-write": "an acknowledged value never read, although some read of its partition "
-    "reached an offset >= its acknowledged offset",
+    "reached an offset >= its acknowledged offset, or (no offset known, as with acks=0) "
+    "although the final drain read its partition to the end",
     "unseen": "an acknowledged value never read that is not a lost-write",
+    "vanished-read": "a value read by a consumer other than the final drain that the drain "
+    "never read, although the drain read that partition at or beyond the value's offset "
+    "(values sent in a transaction that did not commit are left out: the drain reads "
+    "read_committed)",
     "duplicate": "a value observed at two or more distinct (topic, partition, offset) positions",
     "inconsistent-offsets": "one (topic, partition, offset) observed with two or more values",
     "unexpected": "a value read that no send ever attempted",
@@ -26,9 +31,17 @@ DEFINITIONS: dict[str, str] = {
     "int-nonmonotonic-send": "within one op, a later acknowledged send to a partition holds a "
     "lower offset than an earlier one (adjacent pairs)",
     "torn-txn": "a committed transaction of which the reads saw some values but not all",
-    "nonmonotonic-poll": "a consumer process read an offset of a partition at or below one it "
-    "had read before (adjacent pairs)",
-    "poll-skip": "a consumer process's consecutive reads of a partition jumped over an offset "
+    "precommitted-read": "a value that a txn op both sent and returned from its own poll "
+    "micro-op: the transaction observed its own writes (any outcome of the op)",
+    "nonmonotonic-poll": "a consumer process read an offset of a partition at or below the "
+    "offset its previous read of that partition, in an earlier op of the same assignment, "
+    "returned (adjacent pairs)",
+    "int-nonmonotonic-poll": "within one op, a record of a partition at or below the offset "
+    "of the record of that partition just before it (adjacent pairs)",
+    "poll-skip": "a consumer process's read of a partition jumped, from its previous read of "
+    "that partition in an earlier op of the same assignment, over an offset holding an "
+    "acknowledged value",
+    "int-poll-skip": "within one op, consecutive records of a partition jumped over an offset "
     "holding an acknowledged value",
     "group-missed": "an acknowledged value below the group's final committed offset that the "
     "group's application never processed",

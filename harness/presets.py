@@ -52,7 +52,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "topic": {"partitions": 1, "min_insync_replicas": 1},
         "producer": {"acks": "all", "idempotence": True},
         "nemesis": {"faults": ["unclean-failover"]},
-        "check": {"allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder"]},
+        "check": {
+            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "vanished-read"]
+        },
     },
     "unclean": {
         "name": "unclean",
@@ -60,7 +62,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "producer": {"acks": "1", "idempotence": False},
         "nemesis": {"faults": ["unclean-failover"]},
         "check": {
-            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+            "allowed": [
+                "lost-write",
+                "unseen",
+                "inconsistent-offsets",
+                "reorder",
+                "duplicate",
+                "vanished-read",
+            ]
         },
     },
     "no-idempotence-retries": {
@@ -74,6 +83,47 @@ PRESETS: dict[str, dict[str, Any]] = {
         "producer": {"acks": "all", "idempotence": False, "max_in_flight": 5},
         "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
         "check": {"allowed": ["reorder", "duplicate"]},
+    },
+    "idempotent-retries": {
+        "name": "idempotent-retries",
+        "producer": {"acks": "all", "idempotence": True, "max_in_flight": 5},
+        "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
+        "check": {"allowed": []},
+    },
+    "producer-restart-resend": {
+        "name": "producer-restart-resend",
+        "producer": {
+            "acks": "all",
+            "idempotence": True,
+            "crash_fraction": 0.05,
+            "resend_unacked": True,
+        },
+        "nemesis": {"faults": ["kill-leader"]},
+        "check": {"allowed": ["duplicate"]},
+    },
+    "leader-epoch": {
+        "name": "leader-epoch",
+        "topic": {"min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        # Kill the leader, let a new one take over, bring the old one back; quickly.
+        "nemesis": {
+            "faults": ["kill-leader", "bounce"],
+            "targets": ["leader"],
+            "fault_s": 3,
+            "quiet_s": 2,
+        },
+        "check": {"allowed": []},
+    },
+    "hw-visibility": {
+        "name": "hw-visibility",
+        "topic": {"min_insync_replicas": 1},
+        # acks=1 leaves an acknowledged tail above the high watermark on the old leader.
+        "producer": {"acks": "1", "idempotence": False},
+        "consumer": {"workers": 2, "isolation_level": "read_uncommitted"},
+        "nemesis": {"faults": ["partition"], "topologies": ["isolate-leader"]},
+        "check": {
+            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+        },
     },
     "auto-commit": {
         "name": "auto-commit",
@@ -107,6 +157,22 @@ PRESETS: dict[str, dict[str, Any]] = {
             "commit": "after-process",
             "crash_fraction": 0.2,
             "crash_point": "before-commit",
+        },
+        "nemesis": {"faults": ["kill-leader"]},
+        "check": {"allowed": ["group-redelivered"]},
+    },
+    "rebalance": {
+        "name": "rebalance",
+        "consumer": {
+            "workers": 3,
+            "mode": "subscribe",
+            "commit": "after-process",
+            "batch": 20,
+            "leave_fraction": 0.05,
+            "stall_fraction": 0.08,
+            "session_timeout_ms": 6000,
+            "max_poll_interval_ms": 6000,
+            "rejoin_after_s": 2,
         },
         "nemesis": {"faults": ["kill-leader"]},
         "check": {"allowed": ["group-redelivered"]},

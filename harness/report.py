@@ -29,6 +29,10 @@ def render(results: dict[str, Any], run_dir: Path) -> str:
         + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
         + f"; records read {st.get('records_read', 0)}; nemesis ops {st.get('nemesis_ops', 0)}"
     )
+    for label, key in (("nemesis", "nemesis_done"), ("client events", "client_events")):
+        counts = st.get(key) or {}
+        if counts:
+            lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for p in results.get("problems", []):
         lines.append(f"  problem: {p}")
     lines.append(f"run dir: {run_dir}")

@@ -32,13 +32,11 @@ from nemesis.packages import build_packages
 from nemesis.recorder import NemesisRecorder
 from nemesis.runner import NemesisRunner
 from nemesis.schedule import schedule
-from workloads.consumer import PollWorker
-from workloads.copier import CopierWorker
 from workloads.drain import drain
-from workloads.group_consumer import GroupWorker, record_group_offsets
+from workloads.fleet import build_fleet
+from workloads.group_consumer import record_group_offsets
 from workloads.processes import ProcessIds, UniqueValues
-from workloads.producer import AckTracker, ProducerWorker
-from workloads.transactions import TxnWorker
+from workloads.producer import AckTracker
 
 
 class Interrupted(KeyboardInterrupt):
@@ -129,7 +127,6 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     stop = threading.Event()  # clients
     nemesis_stop = threading.Event()  # no new fault steps
     sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
-    workers: list[ProducerWorker | TxnWorker] = []
     threads: list[threading.Thread] = []
     observers: list[threading.Thread] = []
     rec = NemesisRecorder(history)
@@ -167,89 +164,21 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             )
             observers[-1].start()
             pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
-            for i in range(spec.producer.workers):
-                w: ProducerWorker | TxnWorker
-                if spec.producer.transactional:
-                    w = TxnWorker(
-                        spec.producer,
-                        spec.topic,
-                        cluster.bootstrap_for(i),
-                        history,
-                        pids,
-                        values,
-                        acks,
-                        stop,
-                        f"kt-{cluster.run_id}-{i}",
-                        spec.seed * 1000 + i,
-                        logger,
-                    )
-                else:
-                    w = ProducerWorker(
-                        spec.producer,
-                        spec.topic,
-                        cluster.bootstrap_for(i),
-                        history,
-                        pids,
-                        values,
-                        acks,
-                        stop,
-                        logger,
-                    )
-                workers.append(w)
-                threads.append(
-                    threading.Thread(target=_guard(w.run), name=f"producer-{i}", daemon=True)
-                )
-            group_id = f"kafka-trial-group-{cluster.run_id}"
-            for i in range(spec.consumer.workers):
-                # Client lanes are numbered across producers and consumers.
-                lane = spec.producer.workers + i
-                c: PollWorker | GroupWorker
-                if spec.consumer.mode == "subscribe":
-                    c = GroupWorker(
-                        spec.consumer,
-                        spec.topic,
-                        cluster.bootstrap_for(lane),
-                        history,
-                        pids,
-                        stop,
-                        group_id,
-                        spec.seed * 1000 + lane,
-                        logger,
-                    )
-                else:
-                    c = PollWorker(
-                        spec.consumer,
-                        spec.topic,
-                        cluster.bootstrap_for(lane),
-                        history,
-                        pids,
-                        stop,
-                        logger,
-                    )
-                threads.append(
-                    threading.Thread(target=_guard(c.run), name=f"consumer-{i}", daemon=True)
-                )
-            copier_group = f"kafka-trial-copier-{cluster.run_id}"
             sink_acks = AckTracker()
-            for i in range(spec.copier.workers):
-                lane = spec.producer.workers + spec.consumer.workers + i
-                cw = CopierWorker(
-                    spec.copier,
-                    spec.topic,
-                    sink,
-                    cluster.bootstrap_for(lane),
-                    history,
-                    pids,
-                    sink_acks,
-                    stop,
-                    copier_group,
-                    f"kt-{cluster.run_id}-copier-{i}",
-                    spec.seed * 1000 + lane,
-                    logger,
-                )
-                threads.append(
-                    threading.Thread(target=_guard(cw.run), name=f"copier-{i}", daemon=True)
-                )
+            group_id = f"kafka-trial-group-{cluster.run_id}"
+            copier_group = f"kafka-trial-copier-{cluster.run_id}"
+            fleet = build_fleet(
+                spec,
+                cluster.bootstrap_for,
+                sink,
+                history,
+                (pids, values, acks, sink_acks),
+                stop,
+                {"run_id": cluster.run_id, "group": group_id, "copier_group": copier_group},
+                _guard,
+                logger,
+            )
+            threads.extend(fleet.threads)
             packages = {p.name: p for p in build_packages(spec, cluster, rec)}
             nemesis = NemesisRunner(cluster, rec, packages, steps, nemesis_stop)
             nemesis_thread = threading.Thread(
@@ -304,10 +233,11 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 drain_complete = drain_complete and out.complete
                 info["drain_output"] = asdict(out)
             phase("drain")
-            ops = sum(w.ops for w in workers)
+            ops = fleet.send_ops
             ops_per_s = ops / load_s if load_s > 0 else 0.0
             info["send_ops"] = ops
             info["values_acked"] = acks.acked
+            info["client_events"] = fleet.events()
             info["faults"] = nemesis.faults_done
             info["history_ops"] = history.lines_written
             info["history_ops_per_s"] = round(history.lines_written / load_s, 1)

@@ -17,6 +17,7 @@ from harness.errors import TrialError
 ANOMALY_TYPES = (
     "lost-write",
     "unseen",
+    "vanished-read",
     "duplicate",
     "inconsistent-offsets",
     "unexpected",
@@ -24,8 +25,11 @@ ANOMALY_TYPES = (
     "reorder",
     "int-nonmonotonic-send",
     "torn-txn",
+    "precommitted-read",
     "nonmonotonic-poll",
+    "int-nonmonotonic-poll",
     "poll-skip",
+    "int-poll-skip",
     "group-missed",
     "group-redelivered",
     "eos-output-lost",
@@ -136,6 +140,17 @@ class ProducerSpec(_Frozen):
     transaction_timeout_ms: int = Field(60000, ge=1000)
     workers: int = Field(3, ge=1, le=64)
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
+    crash_fraction: float = Field(
+        0.0, ge=0, le=1, description="ops during which the client crashes, sends in flight"
+    )
+    resend_unacked: bool = Field(
+        False,
+        description="after a restart the application re-sends what its last op left "
+        "unknown (claim C9)",
+    )
+    txn_poll: bool = Field(
+        False, description="each transaction reads its own partitions before it ends"
+    )
 
     @model_validator(mode="after")
     def _idempotence_needs(self) -> ProducerSpec:
@@ -149,6 +164,8 @@ class ProducerSpec(_Frozen):
             raise ValueError(
                 "idempotence requires acks=all; set producer.acks=all or idempotence=false"
             )
+        if self.txn_poll and not self.transactional:
+            raise ValueError("txn_poll needs producer.transactional=true")
         if self.idempotence and self.max_in_flight > 5:
             raise ValueError(
                 "idempotence allows at most 5 in-flight requests; lower producer.max_in_flight"
@@ -189,6 +206,32 @@ class ConsumerSpec(_Frozen):
         "processed; before-commit: processed but not committed",
     )
     session_timeout_ms: int = Field(10000, ge=1000)
+    max_poll_interval_ms: int = Field(300000, ge=1000)
+    leave_fraction: float = Field(
+        0.0, ge=0, le=1, description="polls after which the member leaves the group"
+    )
+    rejoin_after_s: float = Field(3.0, ge=0, description="how long a member stays away")
+    stall_fraction: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="processed polls followed by a stall past max.poll.interval.ms, "
+        "before the commit (claim C18)",
+    )
+
+    @model_validator(mode="after")
+    def _group_only(self) -> ConsumerSpec:
+        if self.mode == "assign" and (
+            self.crash_fraction or self.leave_fraction or self.stall_fraction
+        ):
+            raise ValueError("crashes, leaves and stalls need a group; set consumer.mode=subscribe")
+        if self.max_poll_interval_ms < self.session_timeout_ms:
+            raise ValueError("max_poll_interval_ms must be >= session_timeout_ms (librdkafka rule)")
+        return self
+
+    @property
+    def stall_s(self) -> float:
+        return self.max_poll_interval_ms / 1000 + 3
 
 
 class CopierSpec(_Frozen):

@@ -48,6 +48,7 @@ MICRO_OPS = ArrayType(
             StructField("offsets", ArrayType(OFFSET)),
             StructField("partitions", ArrayType(LongType())),
             StructField("role", StringType()),
+            StructField("at_end", ArrayType(OFFSET)),
         ]
     )
 )
@@ -80,10 +81,14 @@ class Frames:
     open_invokes: int  # invokes with no completion (the history was cut off)
     attempted: DataFrame  # value: every value any send invoked
     sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
-    reads: DataFrame  # value, topic, partition, offset, index, process, rpos
+    reads: DataFrame  # value, topic, partition, offset, index, process, rpos, role, f (ok ops)
     processed: DataFrame  # value, topic, partition, offset, index, process
     group_offsets: DataFrame  # role, topic, partition, committed (each group's final offsets)
     rebalances: DataFrame  # process, index of each assign / revoke / lost event
+    # value, topic, partition, offset, index, process, type: the records a txn op's poll
+    # micro-op returned, whatever the op's outcome (reads holds only the ok ones)
+    txn_polls: DataFrame
+    drain_ends: DataFrame  # topic, partition: partitions the final drain read to their end
 
 
 def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
@@ -168,11 +173,20 @@ def load(spark: SparkSession, path: str) -> Frames:
     )
     sends = completed_sends.unionByName(unmatched).cache()
 
-    reads = (
-        completions.filter((F.col("type") == "ok") & F.col("f").isin(*READ_FS))
-        .select("index", "process", F.explode("micro").alias("m"))
+    # Every record a poll micro-op returned, with the op's type and the poll's role
+    # ("drain" for the final drain); only ok ops' records count as reads.
+    polled = (
+        completions.filter(F.col("f").isin(*READ_FS))
+        .select("index", "process", "f", "type", F.explode("micro").alias("m"))
         .filter(F.col("m.op") == "poll")
-        .select("index", "process", F.posexplode("m.records").alias("rpos", "r"))
+        .select(
+            "index",
+            "process",
+            "f",
+            "type",
+            F.col("m.role").alias("role"),
+            F.posexplode("m.records").alias("rpos", "r"),
+        )
         .select(
             F.col("r.value").alias("value"),
             F.col("r.topic").alias("topic"),
@@ -181,8 +195,14 @@ def load(spark: SparkSession, path: str) -> Frames:
             "index",
             "process",
             "rpos",
+            "role",
+            "f",
+            "type",
         )
-        .cache()
+    )
+    reads = polled.filter(F.col("type") == "ok").drop("type").cache()
+    txn_polls = polled.filter(F.col("f") == "txn").select(
+        "value", "topic", "partition", "offset", "index", "process", "type"
     )
     processed = (
         completions.filter((F.col("type") == "ok") & (F.col("f") == "process"))
@@ -212,9 +232,27 @@ def load(spark: SparkSession, path: str) -> Frames:
         )
         .filter(F.col("committed").isNotNull())
     )
+    drain_ends = (
+        completions.filter((F.col("type") == "ok") & (F.col("f") == "poll"))
+        .select(F.explode("micro").alias("m"))
+        .filter(F.col("m.role") == "drain")
+        .select(F.explode("m.at_end").alias("e"))
+        .select(F.col("e.topic").alias("topic"), F.col("e.partition").alias("partition"))
+        .distinct()
+    )
     rebalances = completions.filter(
         (F.col("type") == "ok") & F.col("f").isin("assign", "revoke", "lost")
     ).select("process", "index")
     return Frames(
-        ops, damaged, open_invokes, attempted, sends, reads, processed, group_offsets, rebalances
+        ops,
+        damaged,
+        open_invokes,
+        attempted,
+        sends,
+        reads,
+        processed,
+        group_offsets,
+        rebalances,
+        txn_polls,
+        drain_ends,
     )

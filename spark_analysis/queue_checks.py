@@ -56,17 +56,25 @@ def _max_read(fr: Frames) -> DataFrame:
 
 
 def lost_write(fr: Frames) -> DataFrame:
-    return _shared(
-        fr,
-        "lost",
-        lambda: (
+    def build() -> DataFrame:
+        passed = (
             _never_read(fr)
             .filter(F.col("offset").isNotNull())
             .join(F.broadcast(_max_read(fr)), TP)
             .filter(F.col("max_read_offset") >= F.col("offset"))
             .select("value", "topic", "partition", "offset", "process", "max_read_offset")
-        ),
-    )
+        )
+        # No offset known (acks=0): lost once the drain read its partition to the end.
+        read_to_end = (
+            _never_read(fr)
+            .filter(F.col("offset").isNull() & F.col("partition").isNotNull())
+            .join(F.broadcast(fr.drain_ends), TP, "left_semi")
+            .join(F.broadcast(_max_read(fr)), TP, "left")
+            .select("value", "topic", "partition", "offset", "process", "max_read_offset")
+        )
+        return passed.unionByName(read_to_end)
+
+    return _shared(fr, "lost", build)
 
 
 def unseen(fr: Frames) -> DataFrame:
@@ -165,11 +173,14 @@ def torn_txn(fr: Frames) -> DataFrame:
 
 def _consecutive_reads(fr: Frames) -> DataFrame:
     """Each read paired with the previous read of the same process and partition,
-    within one assignment: a rebalance legitimately moves a consumer's position."""
+    within one assignment: a rebalance legitimately moves a consumer's position.
+    `prev_index` is the op of the previous read: equal to `index` within one op.
+    Only poll ops: a transaction's reads (the copier's, or a producer's txn_poll,
+    which seeks to its own sends on purpose) make no promise about position."""
     events = fr.rebalances.select(
         "process", "index", F.lit(-1).cast("long").alias("rpos"), F.lit(1).alias("event")
     )
-    reads = fr.reads.withColumn("event", F.lit(0))
+    reads = fr.reads.filter(F.col("f") == "poll").drop("f").withColumn("event", F.lit(0))
     by_time = (
         Window.partitionBy("process")
         .orderBy("index", "rpos")
@@ -184,26 +195,49 @@ def _consecutive_reads(fr: Frames) -> DataFrame:
     return (
         epoch.withColumn("prev_offset", F.lag("offset").over(w))
         .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_index", F.lag("index").over(w))
         .filter(F.col("prev_offset").isNotNull())
     )
 
 
-def nonmonotonic_poll(fr: Frames) -> DataFrame:
-    """A consumer read an offset at or below one it had already read (no rebalance in
-    assign mode; a replaced consumer has a new process id)."""
-    return (
-        _shared(fr, "consecutive", lambda: _consecutive_reads(fr))
-        .filter(F.col("offset") <= F.col("prev_offset"))
-        .select("process", *TP, "prev_offset", "prev_value", "offset", "value")
+def _pairs(fr: Frames, within_op: bool) -> DataFrame:
+    """Consecutive reads whose previous read is in the same op, or in an earlier one."""
+    same_op = F.col("prev_index") == F.col("index")
+    return _shared(fr, "consecutive", lambda: _consecutive_reads(fr)).filter(
+        same_op if within_op else ~same_op
     )
 
 
-def poll_skip(fr: Frames) -> DataFrame:
-    """A consumer's next read jumped over an offset that holds an acknowledged value."""
+def nonmonotonic_poll(fr: Frames) -> DataFrame:
+    """A consumer read an offset at or below one its previous read, in an earlier op,
+    had returned (no rebalance in assign mode; a replaced consumer has a new process id)."""
+    return (
+        _pairs(fr, within_op=False)
+        .filter(F.col("offset") <= F.col("prev_offset"))
+        .select(
+            "process", *TP, "prev_index", "prev_offset", "prev_value", "index", "offset", "value"
+        )
+    )
+
+
+def int_nonmonotonic_poll(fr: Frames) -> DataFrame:
+    """Within one op, a record of a partition at or below the one just before it."""
+    return (
+        _pairs(fr, within_op=True)
+        .filter(F.col("offset") <= F.col("prev_offset"))
+        .select("index", "process", *TP, "prev_offset", "prev_value", "offset", "value")
+    )
+
+
+def _skips(fr: Frames, within_op: bool) -> DataFrame:
+    """Consecutive reads that jumped over offsets holding acknowledged values."""
+    keys = ["index", "process", *TP, "prev_offset", "offset"]
+    if not within_op:
+        keys.insert(0, "prev_index")
     gaps = (
-        _shared(fr, "consecutive", lambda: _consecutive_reads(fr))
+        _pairs(fr, within_op)
         .filter(F.col("offset") > F.col("prev_offset") + 1)
-        .select("process", *TP, "prev_offset", "offset", "index")
+        .select("prev_index", "index", "process", *TP, "prev_offset", "offset")
     )
     acked = (
         _acked(fr)
@@ -216,8 +250,61 @@ def poll_skip(fr: Frames) -> DataFrame:
             (F.col("skipped_offset") > F.col("prev_offset"))
             & (F.col("skipped_offset") < F.col("offset"))
         )
-        .groupBy("process", *TP, "prev_offset", "offset")
+        .groupBy(*keys)
         .agg(F.sort_array(F.collect_list("skipped_value")).alias("skipped_values"))
+    )
+
+
+def poll_skip(fr: Frames) -> DataFrame:
+    """A consumer's read jumped, from its previous read in an earlier op, over an
+    offset that holds an acknowledged value."""
+    return _skips(fr, within_op=False)
+
+
+def int_poll_skip(fr: Frames) -> DataFrame:
+    """Within one op, consecutive records of a partition jumped over an offset that
+    holds an acknowledged value."""
+    return _skips(fr, within_op=True)
+
+
+def precommitted_read(fr: Frames) -> DataFrame:
+    """A transaction's own poll returned a value that the same transaction sent,
+    whatever the transaction's outcome."""
+    own = fr.sends.filter(F.col("f") == "txn").select("index", "value")
+    return (
+        fr.txn_polls.join(own, ["index", "value"])
+        .select("value", *TP, "offset", "index", "process", "type")
+        .distinct()
+    )
+
+
+def vanished_read(fr: Frames) -> DataFrame:
+    """A value some consumer read that the final drain did not read, although the
+    drain read that partition up to that offset or beyond (claim C13: consumers see
+    only records below the high watermark, which never disappear).
+
+    The drain reads read_committed, which hides a transaction that did not commit;
+    values sent in such a transaction (a read_uncommitted consumer may have seen
+    them, which aborted-read judges) are left out."""
+    is_drain = F.col("role").eqNullSafe("drain")
+    drain = fr.reads.filter(is_drain)
+    reach = drain.groupBy(*TP).agg(F.max("offset").alias("drain_max_offset"))
+    uncommitted = (
+        fr.sends.filter((F.col("f") == "txn") & (F.col("outcome") != "ok"))
+        .select("value")
+        .distinct()
+    )
+    return (
+        fr.reads.filter(~is_drain & F.col("value").isNotNull() & F.col("offset").isNotNull())
+        .join(F.broadcast(reach), TP)
+        .filter(F.col("offset") <= F.col("drain_max_offset"))
+        .join(drain.select("value").distinct(), "value", "left_anti")
+        .join(uncommitted, "value", "left_anti")
+        .groupBy("value", *TP, "offset", "drain_max_offset")
+        .agg(
+            F.min("index").alias("first_read_index"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+        )
     )
 
 
@@ -281,6 +368,7 @@ def eos_output_duplicate(fr: Frames) -> DataFrame:
 CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "lost-write": (lost_write, "values"),
     "unseen": (unseen, "values"),
+    "vanished-read": (vanished_read, "values"),
     "duplicate": (duplicate, "values"),
     "inconsistent-offsets": (inconsistent_offsets, "offsets"),
     "unexpected": (unexpected, "values"),
@@ -288,8 +376,11 @@ CHECKS: dict[str, tuple[Callable[[Frames], DataFrame], str]] = {
     "reorder": (reorder, "pairs"),
     "int-nonmonotonic-send": (int_nonmonotonic_send, "pairs"),
     "torn-txn": (torn_txn, "txns"),
+    "precommitted-read": (precommitted_read, "values"),
     "nonmonotonic-poll": (nonmonotonic_poll, "pairs"),
+    "int-nonmonotonic-poll": (int_nonmonotonic_poll, "pairs"),
     "poll-skip": (poll_skip, "skips"),
+    "int-poll-skip": (int_poll_skip, "skips"),
     "group-missed": (group_missed, "values"),
     "group-redelivered": (group_redelivered, "values"),
     "eos-output-lost": (eos_output_lost, "values"),
@@ -357,11 +448,18 @@ def _crashed(unit: str, e: Exception) -> dict[str, Any]:
     }
 
 
+# What the workload did to itself, shown next to what the nemesis did.
+CLIENT_EVENTS = ("crash", "leave", "join", "stall", "assign", "revoke", "lost")
+
+
 def stats(fr: Frames) -> dict[str, Any]:
     by_type = {r["type"]: r["count"] for r in fr.ops.groupBy("type").count().collect()}
     outcomes = {r["outcome"]: r["count"] for r in fr.sends.groupBy("outcome").count().collect()}
     nemesis = fr.ops.filter(F.col("process") == "nemesis").filter(F.col("type") == "invoke")
     span = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
+    done = fr.ops.filter(F.col("type") == "ok")
+    faults = done.filter(F.col("process") == "nemesis")
+    events = done.filter((F.col("process") != "nemesis") & F.col("f").isin(*CLIENT_EVENTS))
     return {
         "ops": sum(by_type.values()),
         "ops_by_type": by_type,
@@ -369,5 +467,7 @@ def stats(fr: Frames) -> dict[str, Any]:
         "send_outcomes": outcomes,
         "records_read": fr.reads.count(),
         "nemesis_ops": nemesis.count(),
+        "nemesis_done": {r["f"]: r["count"] for r in faults.groupBy("f").count().collect()},
+        "client_events": {r["f"]: r["count"] for r in events.groupBy("f").count().collect()},
         "span_s": round(((span["t1"] or 0) - (span["t0"] or 0)) / 1e9, 3),
     }

@@ -44,21 +44,51 @@ class Builder:
         self.h.complete(t, process, "send", [send(v, p, off, o) for v, p, off, o in acks])
         return self
 
-    def txn(self, process: int, sends: list[tuple[int, int, int | None]], op_type: str) -> Builder:
-        """sends: (value, partition, offset); op_type is the outcome of all of them."""
-        self.h.invoke(process, "txn", [send(v, p) for v, p, _ in sends])
-        self.h.complete(op_type, process, "txn", [send(v, p, o, op_type) for v, p, o in sends])
+    def txn(
+        self,
+        process: int,
+        sends: list[tuple[int, int, int | None]],
+        op_type: str,
+        polled: list[tuple[int, int, int]] | None = None,
+    ) -> Builder:
+        """sends: (value, partition, offset); op_type is the outcome of all of them.
+        polled: (value, partition, offset) records a poll micro-op inside the
+        transaction returned, written after the sends."""
+        invoke = [send(v, p) for v, p, _ in sends]
+        done = [send(v, p, o, op_type) for v, p, o in sends]
+        if polled is not None:
+            invoke.append({"op": "poll"})
+            done.append({"op": "poll", "records": [rec(v, p, o) for v, p, o in polled]})
+        self.h.invoke(process, "txn", invoke)
+        self.h.complete(op_type, process, "txn", done)
         return self
 
-    def poll(self, process: int, records: list[tuple[int | None, int, int]]) -> Builder:
-        self.h.invoke(process, "poll", [{"op": "poll"}])
-        self.h.complete(
-            "ok",
-            process,
-            "poll",
-            [{"op": "poll", "records": [rec(v, p, o) for v, p, o in records]}],
-        )
+    def poll(
+        self,
+        process: int,
+        records: list[tuple[int | None, int, int]],
+        role: str | None = None,
+        at_end: dict[int, int] | None = None,
+    ) -> Builder:
+        """role: "drain" marks the final drain's polls, as workloads/drain.py writes them;
+        at_end: partition -> end offset, the partitions the poll read to their end."""
+        micro: dict[str, Any] = {"op": "poll"} if role is None else {"op": "poll", "role": role}
+        self.h.invoke(process, "poll", [micro])
+        done = {**micro, "records": [rec(v, p, o) for v, p, o in records]}
+        if at_end:
+            done["at_end"] = [
+                {"topic": TOPIC, "partition": p, "offset": o} for p, o in at_end.items()
+            ]
+        self.h.complete("ok", process, "poll", [done])
         return self
+
+    def drain(
+        self,
+        process: int,
+        records: list[tuple[int | None, int, int]],
+        at_end: dict[int, int] | None = None,
+    ) -> Builder:
+        return self.poll(process, records, role="drain", at_end=at_end)
 
     def op(self, process: int, f: str, micro: dict[str, Any], op_type: str = "ok") -> Builder:
         """Any client op whose invoke and completion carry the same single micro-op."""

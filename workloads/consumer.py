@@ -31,6 +31,7 @@ def new_consumer(
     isolation: str,
     logger: Any = None,
     extra: dict[str, Any] | None = None,
+    assign: bool = True,
 ) -> Consumer:
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -45,7 +46,8 @@ def new_consumer(
     if logger is not None:
         conf["logger"] = logger
     c = Consumer(conf)
-    c.assign([TopicPartition(topic.name, p, OFFSET_BEGINNING) for p in range(topic.partitions)])
+    if assign:
+        c.assign([TopicPartition(topic.name, p, OFFSET_BEGINNING) for p in range(topic.partitions)])
     return c
 
 

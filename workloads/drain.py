@@ -4,6 +4,9 @@ A partition is done when the reads reach its highest acknowledged offset, or
 when it has sat at its end for `settle_s` without growing (its log may have been
 truncated below an acknowledged offset, which is exactly what the checker wants
 to see). The whole drain is bounded by `timeout_s`.
+
+Its poll micro-ops carry `"role": "drain"`, so the checker can tell its reads
+from the consumers' (vanished-read).
 """
 
 from __future__ import annotations
@@ -46,11 +49,11 @@ def drain(
     total = 0
     try:
         while len(done) < len(parts) and time.monotonic() < deadline:
-            history.invoke(process, "poll", [{"op": "poll"}])
+            history.invoke(process, "poll", [{"op": "poll", "role": "drain"}])
             try:
                 msgs = consumer.consume(num_messages=1000, timeout=1.0)
             except Exception as e:  # any client error leaves this poll's result unknown
-                history.complete("info", process, "poll", [{"op": "poll"}], str(e))
+                history.complete("info", process, "poll", [{"op": "poll", "role": "drain"}], str(e))
                 process = pids.next()
                 continue
             records, at_end = records_of(msgs)
@@ -62,10 +65,20 @@ def drain(
             for p in at_end:
                 at_end_since.setdefault(p, now)
             total += len(records)
-            history.complete("ok", process, "poll", [{"op": "poll", "records": records}])
+            done_micro: dict[str, Any] = {"op": "poll", "role": "drain", "records": records}
+            if at_end:
+                # Where each partition ended: with acks=0 no send knows its offset, so
+                # "read to the end and not found" is what makes a loss certain.
+                done_micro["at_end"] = [
+                    {"topic": topic.name, "partition": p, "offset": next_offset[p]}
+                    for p in sorted(set(at_end))
+                ]
+            history.complete("ok", process, "poll", [done_micro])
             now = time.monotonic()
             for p in parts:
-                reached = next_offset[p] > max_acked.get(p, -1)
+                # With no acknowledged offset to aim for (acks=0 reports none), only
+                # sitting at the end for settle_s says the partition is read.
+                reached = p in max_acked and next_offset[p] > max_acked[p]
                 settled = p in at_end_since and now - at_end_since[p] >= spec.settle_s
                 if reached or settled:
                     done.add(p)

@@ -9,13 +9,20 @@ Ops per worker process (each an invoke and a completion):
 - assign / revoke / lost: rebalance events, recorded right after the poll during
   which they happened;
 - crash: the worker dies here (the consumer is closed without further commits
-  beyond what its style does on close) and continues as a new process.
+  beyond what its style does on close) and continues as a new process;
+- leave / join: membership changes (claim C18). A member leaves the group cleanly
+  after a poll it has finished with, stays away `rejoin_after_s`, and joins again as a
+  new process;
+- stall: processing that outlasts max.poll.interval.ms, between processing and the
+  commit. The client leaves the group on its own, its partitions move, and what it
+  processed but did not commit is delivered again (claim C18).
 """
 
 from __future__ import annotations
 
 import random
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +51,7 @@ def group_config(bootstrap: str, group_id: str, spec: ConsumerSpec) -> dict[str,
         "auto.offset.reset": "earliest",
         "isolation.level": spec.isolation_level,
         "session.timeout.ms": spec.session_timeout_ms,
+        "max.poll.interval.ms": spec.max_poll_interval_ms,
         "heartbeat.interval.ms": max(100, spec.session_timeout_ms // 5),
         "log_level": 3,
     }
@@ -62,6 +70,8 @@ class GroupWorker:
     logger: Any = None
     ops: int = 0
     crashes: int = 0
+    leaves: int = 0
+    stalls: int = 0
     _events: list[tuple[str, list[TopicPartition]]] = field(default_factory=list)
 
     def _new_consumer(self) -> Consumer:
@@ -121,13 +131,32 @@ class GroupWorker:
         self.crashes += 1
         return self.pids.next()
 
+    def _leave_and_rejoin(self, c: Consumer, process: int) -> tuple[Consumer | None, int]:
+        self._record(process, "leave", [{"op": "leave"}])
+        c.close()
+        self._flush_events(process)
+        self.leaves += 1
+        if self.stop.wait(self.spec.rejoin_after_s):
+            return None, process
+        process = self.pids.next()
+        self._record(process, "join", [{"op": "join"}])
+        return self._new_consumer(), process
+
+    def _stall(self, process: int) -> None:
+        value = [{"op": "stall", "ms": int(self.spec.stall_s * 1000)}]
+        self.history.invoke(process, "stall", value)
+        # Not stop-aware on purpose: the point is to outlast max.poll.interval.ms.
+        time.sleep(self.spec.stall_s)
+        self.history.complete("ok", process, "stall", value)
+        self.stalls += 1
+
     def run(self) -> None:
         rng = random.Random(self.seed)
         process = self.pids.next()
-        c = self._new_consumer()
+        c: Consumer | None = self._new_consumer()
         style, point = self.spec.commit, self.spec.crash_point
         try:
-            while not self.stop.is_set():
+            while c is not None and not self.stop.is_set():
                 self.history.invoke(process, "poll", [{"op": "poll"}])
                 try:
                     msgs = c.consume(num_messages=self.spec.batch, timeout=0.5)
@@ -154,11 +183,16 @@ class GroupWorker:
                     process = self._crash(c, process, point)
                     c = self._new_consumer()
                     continue
+                if rng.random() < self.spec.stall_fraction:
+                    self._stall(process)
                 if style == "after-process":
                     self._commit(c, process, records)
+                if rng.random() < self.spec.leave_fraction:
+                    c, process = self._leave_and_rejoin(c, process)
         finally:
-            c.close()
-            self._flush_events(process)
+            if c is not None:
+                c.close()
+                self._flush_events(process)
 
 
 def record_group_offsets(

@@ -3,10 +3,17 @@
 An op is one history invoke and one completion. Within an op the values are
 pipelined (up to max.in.flight requests), which is what lets retries reorder or
 duplicate them when the settings allow it.
+
+A worker whose op ended `info` (a timeout, or a deliberate client crash with sends
+in flight) continues as a new process with a new client. With `resend_unacked`,
+that new process first re-sends the values left unknown, as an application that
+keeps its own outbox would: idempotence is per producer session, so this can
+duplicate (claim C9). Those micro-ops carry `"resend": true`.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -60,7 +67,10 @@ class ProducerWorker:
     stop: threading.Event
     logger: Any = None
     extra_config: dict[str, Any] = field(default_factory=dict)  # e.g. librdkafka's mock cluster
+    seed: int = 0
     ops: int = 0
+    crashes: int = 0
+    resent: int = 0
 
     def _new_producer(self) -> Producer:
         conf: dict[str, Any] = {
@@ -79,24 +89,33 @@ class ProducerWorker:
         single_attempt = self.spec.retries == 0
         # librdkafka reports every message within delivery.timeout.ms; beyond that, unknown.
         wait_s = (self.spec.delivery_timeout_ms + self.spec.request_timeout_ms) / 1000 + 5
+        rng = random.Random(self.seed)
+        resend: list[dict[str, Any]] = []
         try:
             while not self.stop.is_set():
-                outcome = self._send_op(producer, process, single_attempt, wait_s)
+                crash = rng.random() < self.spec.crash_fraction
+                micro = resend or self._fresh_micro()
+                done = self._send_op(producer, process, micro, single_attempt, wait_s, crash, rng)
                 self.ops += 1
-                if outcome == "info":
+                unknown = [m for m in done if m["outcome"] == "info"]
+                if crash or _op_type([m["outcome"] for m in done]) == "info":
                     # Jepsen's rule: an indeterminate op crashes the process; a new
                     # process with a new client session takes over.
                     _abandon(producer)
                     process = self.pids.next()
                     producer = self._new_producer()
+                resend = [
+                    {k: m[k] for k in ("op", "topic", "partition", "value")} | {"resend": True}
+                    for m in unknown
+                    if self.spec.resend_unacked
+                ]
+                self.resent += len(resend)
         finally:
             _abandon(producer)
 
-    def _send_op(
-        self, producer: Producer, process: int, single_attempt: bool, wait_s: float
-    ) -> Outcome:
+    def _fresh_micro(self) -> list[dict[str, Any]]:
         keyed = self.spec.keyed
-        micro = [
+        return [
             {
                 "op": "send",
                 "topic": self.topic.name,
@@ -106,6 +125,18 @@ class ProducerWorker:
             }
             for v in self.values.take(self.spec.batch)
         ]
+
+    def _send_op(
+        self,
+        producer: Producer,
+        process: int,
+        micro: list[dict[str, Any]],
+        single_attempt: bool,
+        wait_s: float,
+        crash: bool,
+        rng: random.Random,
+    ) -> list[dict[str, Any]]:
+        keyed = self.spec.keyed
         self.history.invoke(process, "send", micro)
         # Per value: (outcome, offset, error, partition the record went to).
         results: list[tuple[Outcome, int | None, str | None, int | None] | None]
@@ -131,7 +162,8 @@ class ProducerWorker:
             kwargs: dict[str, Any] = {"value": str(m["value"]).encode(), "on_delivery": report(i)}
             if keyed:
                 kwargs["key"] = str(m["value"]).encode()
-            else:
+            if m["partition"] is not None:
+                # A resent keyed value goes where its first send's report said.
                 kwargs["partition"] = m["partition"]
             try:
                 producer.produce(m["topic"], **kwargs)
@@ -142,15 +174,19 @@ class ProducerWorker:
                 err = e.args[0]
                 results[i] = (classify(err.code(), True), None, err.name(), m["partition"])
                 pending[0] -= 1
-        deadline = time.monotonic() + wait_s
+        # A crash comes somewhere inside the round trip: requests may be on the wire.
+        deadline = time.monotonic() + (rng.uniform(0, 0.03) if crash else wait_s)
         while pending[0] > 0 and time.monotonic() < deadline:
-            producer.poll(0.05)
+            producer.poll(0.005 if crash else 0.05)
+        if crash:
+            self.crashes += 1
         done: list[dict[str, Any]] = []
         errors: list[str] = []
         outcomes: list[Outcome] = []
         for m, r in zip(micro, results, strict=True):
+            missing = "client crashed" if crash else "no delivery report"
             outcome, offset, error, part = (
-                r if r is not None else ("info", None, "no delivery report", m["partition"])
+                r if r is not None else ("info", None, missing, m["partition"])
             )
             outcomes.append(outcome)
             if error and error not in errors:
@@ -162,7 +198,7 @@ class ProducerWorker:
         self.history.complete(
             op_type, process, "send", done, ",".join(errors) if op_type != "ok" else None
         )
-        return op_type
+        return done
 
 
 def _abandon(producer: Producer) -> None:

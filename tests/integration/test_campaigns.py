@@ -109,7 +109,8 @@ def test_transactions_aborts_visible_only_to_read_uncommitted(
     assert {o.type for o in txns} >= {"ok", "fail"}, "need committed and aborted txns"
     assert (c["aborted-read"] > 0) is aborted_reads, c
     assert c["torn-txn"] == 0 and c["lost-write"] == 0 and c["poll-skip"] == 0
-    assert c["nonmonotonic-poll"] == 0
+    assert c["nonmonotonic-poll"] == 0 and c["int-nonmonotonic-poll"] == 0
+    assert c["int-poll-skip"] == 0 and c["vanished-read"] == 0
     assert res["valid"] is True
 
 

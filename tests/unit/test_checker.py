@@ -44,8 +44,31 @@ def test_lost_write(spark, tmp_path: Path) -> None:
     assert res["anomalies"]["lost-write"]["examples"][0]["value"] == 11
     assert c["unseen"] == 0
     assert res["valid"] is False
-    # The drain's read jumped over the acknowledged offset 1: a poll-skip as well.
-    assert res["forbidden_seen"] == ["lost-write", "poll-skip"]
+    # The read jumped over the acknowledged offset 1 within one op: an int-poll-skip too.
+    assert res["forbidden_seen"] == ["int-poll-skip", "lost-write"]
+
+
+def test_acks0_value_missing_from_a_partition_read_to_its_end_is_lost(
+    spark, tmp_path: Path
+) -> None:
+    b = Builder(tmp_path)
+    # acks=0: no offsets come back, so only reading the whole partition can tell.
+    b.sends(0, [(10, 0, None, "ok"), (11, 0, None, "ok"), (12, 1, None, "ok")])
+    b.drain(1, [(10, 0, 0)], at_end={0: 1})
+    res = analyze(b.done())
+    c = counts(res)
+    assert c["lost-write"] == 1
+    assert res["anomalies"]["lost-write"]["examples"][0]["value"] == 11
+    # Partition 1 was never read to its end: 12 is only unseen.
+    assert c["unseen"] == 1
+
+
+def test_acks0_values_all_read_are_not_lost(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, None, "ok"), (11, 0, None, "ok")])
+    b.drain(1, [(10, 0, 0), (11, 0, 1)], at_end={0: 2})
+    c = counts(analyze(b.done()))
+    assert all(v == 0 for v in c.values()), c
 
 
 def test_unseen_when_reads_stop_short(spark, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.report import render
 from spark_analysis.job import analyze
 from tests.histories import Builder
 
@@ -26,6 +27,10 @@ def test_group_missed(spark, tmp_path: Path) -> None:
     assert res["anomalies"]["group-missed"]["count"] == 2
     assert [e["value"] for e in res["anomalies"]["group-missed"]["examples"]] == [2, 3]
     assert res["anomalies"]["group-redelivered"]["count"] == 0
+    # The report says what the workload did to itself, beside the verdict.
+    assert res["stats"]["client_events"] == {"crash": 1}
+    text = render(res, tmp_path)
+    assert "client events: crash 1" in text and "group-missed" in text
 
 
 def test_not_committed_past_is_not_missed(spark, tmp_path: Path) -> None:

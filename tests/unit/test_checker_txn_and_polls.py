@@ -61,9 +61,10 @@ def test_nonmonotonic_poll(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path)
     b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
     b.poll(9, [(1, 0, 0), (2, 0, 1)])
-    b.poll(9, [(2, 0, 1)])  # the same consumer went back
+    b.poll(9, [(2, 0, 1)])  # the same consumer went back, in a later op
     c = counts(b.done())
     assert c["nonmonotonic-poll"] == 1
+    assert c["int-nonmonotonic-poll"] == 0
 
 
 def test_new_consumer_process_may_start_over(spark, tmp_path: Path) -> None:
@@ -84,6 +85,7 @@ def test_poll_skip(spark, tmp_path: Path) -> None:
     res = analyze(b.done())
     assert res["anomalies"]["poll-skip"]["count"] == 1
     assert res["anomalies"]["poll-skip"]["examples"][0]["skipped_values"] == [2]
+    assert res["anomalies"]["int-poll-skip"]["count"] == 0
 
 
 def test_gap_over_a_transaction_marker_is_not_a_skip(spark, tmp_path: Path) -> None:
@@ -93,3 +95,141 @@ def test_gap_over_a_transaction_marker_is_not_a_skip(spark, tmp_path: Path) -> N
     b.poll(9, [(1, 0, 0), (2, 0, 2)])
     c = counts(b.done())
     assert all(v == 0 for v in c.values()), c
+
+
+def test_int_nonmonotonic_poll(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
+    b.poll(9, [(1, 0, 0), (2, 0, 1), (1, 0, 0)])  # one poll went back to offset 0
+    res = analyze(b.done())
+    c = {k: v["count"] for k, v in res["anomalies"].items()}
+    assert c["int-nonmonotonic-poll"] == 1
+    assert c["nonmonotonic-poll"] == 0
+    ex = res["anomalies"]["int-nonmonotonic-poll"]["examples"][0]
+    assert (ex["prev_offset"], ex["offset"]) == (1, 0)
+
+
+def test_interleaved_partitions_in_one_poll_are_monotonic(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok"), (3, 0, 1, "ok"), (4, 1, 1, "ok")])
+    b.poll(9, [(1, 0, 0), (2, 1, 0), (3, 0, 1), (4, 1, 1)])
+    c = counts(b.done())
+    assert all(v == 0 for v in c.values()), c
+
+
+def test_int_poll_skip(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(9, [(1, 0, 0), (3, 0, 2)])  # one poll jumped over acknowledged offset 1
+    b.poll(10, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    res = analyze(b.done())
+    assert res["anomalies"]["int-poll-skip"]["count"] == 1
+    assert res["anomalies"]["int-poll-skip"]["examples"][0]["skipped_values"] == [2]
+    assert res["anomalies"]["poll-skip"]["count"] == 0
+
+
+def test_one_poll_without_gaps_is_not_an_int_skip(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(9, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    c = counts(b.done())
+    assert all(v == 0 for v in c.values()), c
+
+
+def test_precommitted_read(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    # The transaction polled its own partition and saw its own, uncommitted value 1.
+    b.txn(0, [(1, 0, 0), (2, 1, 0)], "ok", polled=[(1, 0, 0)])
+    b.poll(9, [(1, 0, 0), (2, 1, 0)])
+    res = analyze(b.done())
+    c = {k: v["count"] for k, v in res["anomalies"].items()}
+    assert c["precommitted-read"] == 1
+    assert res["anomalies"]["precommitted-read"]["examples"][0]["value"] == 1
+    assert sum(c.values()) == 1, c
+
+
+def test_precommitted_read_counts_in_aborted_and_unknown_txns(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.txn(0, [(1, 0, 0), (2, 1, 0)], "fail", polled=[(1, 0, 0), (2, 1, 0)])
+    b.txn(1, [(3, 0, 2)], "info", polled=[(3, 0, 2)])
+    c = counts(b.done())
+    assert c["precommitted-read"] == 3
+
+
+def test_txn_reading_committed_values_is_not_precommitted(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.txn(0, [(1, 0, 0)], "ok")  # offset 1 is the commit marker
+    b.txn(0, [(2, 0, 2)], "ok", polled=[(1, 0, 0)])  # read the earlier, committed one
+    b.poll(9, [(1, 0, 0), (2, 0, 2)])
+    c = counts(b.done())
+    assert all(v == 0 for v in c.values()), c
+
+
+def test_txn_poll_counts_as_a_read_only_when_the_txn_is_ok(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
+    b.txn(1, [(3, 2, 0)], "ok", polled=[(1, 0, 0)])  # ok: 1 was read
+    b.txn(1, [(4, 2, 2)], "fail", polled=[(2, 1, 0)])  # aborted: 2 was not
+    c = counts(b.done())
+    assert c["unseen"] == 2  # 2, and 3, which nothing read
+    assert c["lost-write"] == 0 and c["precommitted-read"] == 0
+
+
+def test_vanished_read(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(5, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.drain(9, [(1, 0, 0), (3, 0, 2)])  # 2 was read during the run, and then gone
+    res = analyze(b.done())
+    c = {k: v["count"] for k, v in res["anomalies"].items()}
+    assert c["vanished-read"] == 1
+    ex = res["anomalies"]["vanished-read"]["examples"][0]
+    assert (ex["value"], ex["offset"], ex["drain_max_offset"], ex["processes"]) == (2, 1, 2, ["5"])
+    assert c["lost-write"] == 0  # it was read, so it is not lost
+
+
+def test_drain_reading_everything_leaves_nothing_vanished(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(5, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.drain(9, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    c = counts(b.done())
+    assert all(v == 0 for v in c.values()), c
+
+
+def test_drain_stopping_short_is_not_vanished(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(5, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.drain(9, [(1, 0, 0)])  # never reached offsets 1 and 2
+    assert counts(b.done())["vanished-read"] == 0
+
+
+def test_no_drain_reads_no_vanished_read(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(5, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.poll(9, [(1, 0, 0), (3, 0, 2)])  # not marked as the drain's
+    assert counts(b.done())["vanished-read"] == 0
+
+
+def test_aborted_txn_hidden_from_the_drain_is_not_vanished(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.txn(0, [(1, 0, 0)], "fail")
+    b.txn(0, [(2, 0, 2)], "ok")
+    b.poll(5, [(1, 0, 0), (2, 0, 2)])  # read_uncommitted saw the aborted 1
+    b.drain(9, [(2, 0, 2)])  # read_committed does not
+    c = counts(b.done())
+    assert c["aborted-read"] == 1 and c["vanished-read"] == 0
+
+
+def test_a_transactions_own_reads_make_no_position_promise(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    # txn_poll seeks to its own sends: it jumps over offsets 1 and 2, then back to 0.
+    b.txn(1, [(4, 0, 3)], "ok", polled=[(1, 0, 0), (4, 0, 3)])
+    b.txn(1, [(5, 0, 4)], "ok", polled=[(1, 0, 0), (5, 0, 4)])
+    b.poll(9, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 0, 3), (5, 0, 4)])
+    c = counts(b.done())
+    assert c["poll-skip"] == 0 and c["int-poll-skip"] == 0 and c["nonmonotonic-poll"] == 0
+    assert c["precommitted-read"] == 2

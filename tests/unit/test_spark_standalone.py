@@ -101,5 +101,5 @@ def test_analyze_on_a_standalone_cluster(spark_cluster: str, tmp_path: Path) -> 
     assert res["analysis"]["spark_master"] == spark_cluster
     counts = {k: v["count"] for k, v in res["anomalies"].items()}
     assert counts["lost-write"] == 1 and counts["duplicate"] == 1
-    assert counts["poll-skip"] == 1  # the read of partition 0 jumped over offset 1
+    assert counts["int-poll-skip"] == 1  # the read of partition 0 jumped over offset 1
     assert sum(counts.values()) == 3

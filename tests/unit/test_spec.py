@@ -32,6 +32,10 @@ def test_spec_is_frozen() -> None:
         ({"check": {"allowed": ["nonsense"]}}, "unknown anomaly type"),
         ({"duration_s": -1}, "duration_s"),
         ({"surprise": 1}, "surprise"),
+        ({"producer": {"txn_poll": True}}, "txn_poll needs producer.transactional"),
+        ({"consumer": {"leave_fraction": 0.1}}, "need a group"),
+        ({"consumer": {"mode": "subscribe", "max_poll_interval_ms": 2000}}, "max_poll_interval"),
+        ({"producer": {"crash_fraction": 2}}, "producer.crash_fraction"),
     ],
 )
 def test_bad_values_give_one_clear_line(data: dict, needle: str) -> None:
@@ -94,3 +98,13 @@ def test_transactions_need_idempotence_and_fitting_timeouts() -> None:
     with pytest.raises(TrialError, match="transaction_timeout_ms"):
         build_spec({"producer": {"transactional": True, "delivery_timeout_ms": 90000}})
     assert build_spec({"producer": {"transactional": True}}).producer.transactional
+
+
+def test_every_anomaly_type_has_a_definition_and_a_check() -> None:
+    from checkers.verdict import DEFINITIONS
+    from harness.spec import ANOMALY_TYPES
+    from spark_analysis.queue_checks import CHECKS
+
+    assert len(set(ANOMALY_TYPES)) == len(ANOMALY_TYPES)
+    assert list(DEFINITIONS) == list(ANOMALY_TYPES)
+    assert list(CHECKS) == list(ANOMALY_TYPES)

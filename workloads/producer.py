@@ -176,15 +176,23 @@ class ProducerWorker:
                 pending[0] -= 1
         # A crash comes somewhere inside the round trip: requests may be on the wire.
         deadline = time.monotonic() + (rng.uniform(0, 0.03) if crash else wait_s)
+        fatal: str | None = None
         while pending[0] > 0 and time.monotonic() < deadline:
-            producer.poll(0.005 if crash else 0.05)
+            try:
+                producer.poll(0.005 if crash else 0.05)
+            except KafkaException as e:
+                # A fatal error (e.g. the idempotent producer's sequence desynchronised
+                # after an unclean election) ends this client: what is unanswered is
+                # unknown, and the worker goes on with a new producer.
+                fatal = e.args[0].name()
+                break
         if crash:
             self.crashes += 1
         done: list[dict[str, Any]] = []
         errors: list[str] = []
         outcomes: list[Outcome] = []
         for m, r in zip(micro, results, strict=True):
-            missing = "client crashed" if crash else "no delivery report"
+            missing = "client crashed" if crash else fatal or "no delivery report"
             outcome, offset, error, part = (
                 r if r is not None else ("info", None, missing, m["partition"])
             )

@@ -108,3 +108,10 @@ def test_every_anomaly_type_has_a_definition_and_a_check() -> None:
     assert len(set(ANOMALY_TYPES)) == len(ANOMALY_TYPES)
     assert list(DEFINITIONS) == list(ANOMALY_TYPES)
     assert list(CHECKS) == list(ANOMALY_TYPES)
+
+
+def test_every_example_config_loads() -> None:
+    examples = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
+    assert len(examples) >= 5
+    for path in examples:
+        assert load_spec(path, None, None).name == path.stem

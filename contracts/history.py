@@ -13,49 +13,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from harness.errors import TrialError
-
-OpType = Literal["invoke", "ok", "fail", "info"]
-Process = int | Literal["nemesis"]
-COMPLETIONS = ("ok", "fail", "info")
-
-
-@dataclass(frozen=True)
-class Op:
-    index: int
-    time: int
-    type: OpType
-    process: Process
-    f: str
-    value: Any = None
-    error: str | None = None
-
-    def to_json(self) -> str:
-        d: dict[str, Any] = {
-            "index": self.index,
-            "time": self.time,
-            "type": self.type,
-            "process": self.process,
-            "f": self.f,
-            "value": self.value,
-        }
-        if self.error is not None:
-            d["error"] = self.error
-        return json.dumps(d, separators=(",", ":"))
-
-    @staticmethod
-    def from_dict(d: dict[str, Any]) -> Op:
-        return Op(
-            index=d["index"],
-            time=d["time"],
-            type=d["type"],
-            process=d["process"],
-            f=d["f"],
-            value=d.get("value"),
-            error=d.get("error"),
-        )
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.ops import COMPLETIONS, Op, OpType, Process, Send
 
 
 @dataclass
@@ -63,6 +24,8 @@ class HistoryWriter:
     """Thread-safe append-only writer; index and time are assigned under one lock."""
 
     path: Path
+    # Append to an existing history (`kafka-trial finish`) instead of starting one.
+    resume: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _next: int = field(default=0, init=False)
     _t0: int = field(default_factory=time.monotonic_ns, init=False)
@@ -70,10 +33,20 @@ class HistoryWriter:
 
     def __post_init__(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and self.path.stat().st_size > 0:
+        self.resumed: ResumePoint | None = None
+        if self.resume:
+            self.resumed = _resume_point(self.path)
+            self._next = self.resumed.next_index
+            # Times keep increasing across the gap; how long the gap was is unknown.
+            self._t0 = time.monotonic_ns() - self.resumed.last_time - 1
+            self._open = dict(self.resumed.open_ops)
+        elif self.path.exists() and self.path.stat().st_size > 0:
             raise TrialError(f"{self.path} already holds a history", "use a fresh run directory")
         # Line buffering: each completed line reaches the OS before write() returns.
         self._fh = self.path.open("a", buffering=1, encoding="utf-8")
+        if self.resumed is not None and self.resumed.ends_mid_line:
+            # The cut-off line stays as it is; what follows starts on a line of its own.
+            self._fh.write("\n")
 
     @property
     def lines_written(self) -> int:
@@ -124,7 +97,9 @@ class HistoryWriter:
         for process, (f, value) in pending:
             if isinstance(value, list):
                 value = [
-                    {**m, "offset": None, "outcome": "info"}
+                    m.done("info", None, m.partition)
+                    if isinstance(m, Send)
+                    else {**m, "offset": None, "outcome": "info"}
                     if isinstance(m, dict) and m.get("op") == "send"
                     else m
                     for m in value
@@ -139,6 +114,47 @@ class HistoryWriter:
             if not self._fh.closed:
                 self._fh.flush()
                 self._fh.close()
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where an interrupted history ends: what a writer appending to it continues from."""
+
+    next_index: int
+    last_time: int
+    open_ops: dict[Process, tuple[str, Any]]  # invokes nobody completed, by process
+    max_process: int  # the highest numeric process id (-1 if none)
+    cut_line: int | None  # 1-based number of a last line cut off mid-write
+    ends_mid_line: bool  # the file does not end with a newline
+
+
+def _resume_point(path: Path) -> ResumePoint:
+    if not path.is_file():
+        raise TrialError(f"{path} not found", "point at the run directory of an interrupted run")
+    next_index, last_time, max_process = 0, 0, -1
+    open_ops: dict[Process, tuple[str, Any]] = {}
+    cut: int | None = None
+    raw = b"\n"
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                d = json.loads(raw)
+                op = Op.from_dict(d)
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+                if raw.endswith(b"\n"):
+                    # Not ours to repair or drop: the analysis counts it as damaged.
+                    continue
+                cut = n
+                continue
+            next_index = max(next_index, op.index + 1)
+            last_time = max(last_time, op.time)
+            if isinstance(op.process, int):
+                max_process = max(max_process, op.process)
+            if op.type == "invoke":
+                open_ops[op.process] = (op.f, d.get("value"))
+            else:
+                open_ops.pop(op.process, None)
+    return ResumePoint(next_index, last_time, open_ops, max_process, cut, not raw.endswith(b"\n"))
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docker.errors import BuildError, ImageNotFound
+from kafka_trial.cluster.settings import ClusterSpec
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.host import apt_install
+from kafka_trial.contracts.log import log
 
 import docker
-from harness.engine import apt_install
-from harness.errors import TrialError
-from harness.log import log
-from harness.spec import ClusterSpec
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCKER_DIR = ROOT / "docker"
+
+def _docker_dir() -> Path:
+    """The build contexts: package data when installed (kafka_trial/dockerfiles), the
+    repository's docker/ folder in a checkout or an editable install."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "dockerfiles", here.parent / "docker"):
+        if (candidate / "kafka" / "Dockerfile").is_file():
+            return candidate
+    raise TrialError("kafka-trial's Dockerfiles are missing", "reinstall kafka-trial")
+
+
 CACHE = Path(os.environ.get("KAFKA_TRIAL_CACHE", Path.home() / ".cache" / "kafka-trial"))
 DEBIAN_MIRROR = os.environ.get("KAFKA_TRIAL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 JRE_SUITE = "bookworm"
@@ -304,7 +313,7 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
     version, jars = resolve_kafka(spec.kafka_version)
     base = jre_base(client, spec.jre_base_image)
     base_id = client.images.get(base).id
-    src = DOCKER_DIR / "kafka"
+    src = _docker_dir() / "kafka"
     jar_names = sorted(p.name for p in jars.glob("*.jar"))
     tag = (
         "kafka-trial/kafka:"
@@ -356,7 +365,7 @@ def toxiproxy_binary(version: str) -> Path:
 
 
 def toxiproxy_image(client: docker.DockerClient, version: str) -> str:
-    src = DOCKER_DIR / "toxiproxy"
+    src = _docker_dir() / "toxiproxy"
     tag = f"kafka-trial/toxiproxy:{version}-{_digest(version, (src / 'Dockerfile').read_bytes())}"
     if _have(client, tag):
         return tag

@@ -13,10 +13,13 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.cluster import Cluster
-from harness.history import HistoryWriter
+from kafka_trial.cluster.observe import Observer, partition_states
+from kafka_trial.contracts.history import HistoryWriter
+
+if TYPE_CHECKING:
+    from kafka_trial.cluster.facade import Cluster
 
 
 @dataclass
@@ -32,26 +35,7 @@ class StateTimeline:
     def sample(self) -> dict[str, Any]:
         t = self.history.elapsed_ns()
         try:
-            up = [j for j, b in self.cluster.brokers.items() if b.status() == "running"]
-            md = self.cluster.admin().list_topics(self.topic, timeout=2)
-            t_md = md.topics.get(self.topic)
-            parts = {}
-            if t_md is not None and t_md.error is None:
-                parts = {
-                    str(p.id): {
-                        "leader": p.leader if p.leader >= 0 else None,
-                        "isr": sorted(p.isrs),
-                        "replicas": list(p.replicas),
-                    }
-                    for p in t_md.partitions.values()
-                }
-            return {
-                "time": t,
-                "up": up,
-                "registered": sorted(md.brokers),
-                "controller": self.cluster.active_controller(),
-                "partitions": parts,
-            }
+            return {"time": t, **state_sample(self.cluster.observe, self.topic)}
         except Exception as e:
             return {"time": t, "error": f"{type(e).__name__}: {e}"[:300]}
 
@@ -61,3 +45,19 @@ class StateTimeline:
                 fh.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
                 self.samples += 1
                 self.stop.wait(self.every_s)
+
+
+def state_sample(obs: Observer, topic: str) -> dict[str, Any]:
+    """One cluster-state line: brokers up and registered, controller, every partition."""
+    up = [j for j, b in obs.brokers.items() if b.status() == "running"]
+    md = obs.metadata(topic, 2)
+    parts = {
+        str(p): {"leader": s.leader, "isr": sorted(s.isr), "replicas": list(s.replicas)}
+        for p, s in partition_states(md, topic).items()
+    }
+    return {
+        "up": up,
+        "registered": sorted(md.brokers),
+        "controller": obs.active_controller(),
+        "partitions": parts,
+    }

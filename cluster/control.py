@@ -1,0 +1,91 @@
+"""The intent-level verbs the layers above act through: kill a node, cut a link, add
+a toxic, elect a leader, look at partitions.
+
+`Cluster` (Docker + Toxiproxy) implements them; a fake in the tests implements the
+same protocol in memory, so the nemesis can be unit-tested in milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from kafka_trial.cluster.toxiproxy import Toxic
+
+LinkKind = Literal["internal", "controller", "client"]
+CutMode = Literal["drop", "reject"]
+Stream = Literal["upstream", "downstream"]
+BOTH_STREAMS: tuple[Stream, ...] = ("upstream", "downstream")
+
+
+@dataclass(frozen=True)
+class LinkId:
+    """The connections `src` opens to `dst` (src None: the host's clients, on `lane`)."""
+
+    src: int | None
+    dst: int
+    kind: LinkKind
+    lane: int = 0
+
+    def label(self) -> str:
+        return f"{self.src}->{self.dst}:{self.kind}"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class ClusterControl(Protocol):
+    @property
+    def node_ids(self) -> list[int]: ...
+
+    @property
+    def client_lanes(self) -> int: ...
+
+    # observation
+    def partitions(self, topic: str, timeout_s: float = 5) -> dict[int, PartitionState]: ...
+
+    def active_controller(self) -> int | None: ...
+
+    def await_registered(self, timeout_s: float) -> None: ...
+
+    def await_in_sync(self, topic: str, timeout_s: float) -> bool: ...
+
+    # processes
+    def kill_node(self, node: int) -> None: ...
+
+    def stop_node(self, node: int) -> None: ...
+
+    def start_node(self, node: int) -> None: ...
+
+    def pause_node(self, node: int) -> None: ...
+
+    def resume_node(self, node: int) -> None: ...
+
+    def wipe_node(self, node: int) -> None: ...
+
+    # links
+    def cut(self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = ...) -> None:
+        """Drop (black hole) or reject what flows on a link; `streams` narrows a drop
+        to one direction: upstream is what src sends, downstream what dst answers."""
+        ...
+
+    def uncut(self, link: LinkId) -> None:
+        """Undo `cut` only: toxics other faults put on the link stay."""
+        ...
+
+    def add_toxic(self, link: LinkId, toxic: Toxic) -> None: ...
+
+    def remove_toxic(self, link: LinkId, name: str) -> None: ...
+
+    # leadership
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
+        """Ask the controller for one election; raises if it refuses."""
+        ...
+
+    def heal_all(self) -> None:
+        """Every link whole, every toxic gone, every node running."""
+        ...

@@ -1,0 +1,243 @@
+"""The cluster: N KRaft nodes, each in a network namespace owned by a Toxiproxy
+sidecar (see provision.py for the topology). `Cluster` is a thin facade over
+provisioning, links and observation, and implements the ClusterControl verbs the
+layers above act through."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka.admin import AdminClient
+from docker.errors import APIError, NotFound
+from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.control import (
+    BOTH_STREAMS,
+    ClusterControl,
+    CutMode,
+    LinkId,
+    LinkKind,
+    PartitionState,
+    Stream,
+)
+from kafka_trial.cluster.images import Images
+from kafka_trial.cluster.leftovers import remove_leftovers
+from kafka_trial.cluster.links import Link
+from kafka_trial.cluster.observe import Observer
+from kafka_trial.cluster.provision import Provisioner
+from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
+from kafka_trial.cluster.toxiproxy import Toxic, ToxiproxyError
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import log
+
+import docker
+
+
+@dataclass
+class Cluster:
+    client: docker.DockerClient
+    spec: ClusterSpec
+    images: Images
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    brokers: dict[int, Broker] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._provision = Provisioner(
+            self.client, self.spec, self.images, self.run_id, self.brokers
+        )
+        self.observe = Observer(self.brokers, self.spec.brokers, lambda: self.bootstrap)
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(
+        cls, spec: ClusterSpec | None = None, topics: Sequence[TopicSpec] = ()
+    ) -> Iterator[Cluster]:
+        """A started cluster with its topics in sync; healed and removed on exit,
+        however the block ends."""
+        from kafka_trial.cluster.engine import ensure_engine
+        from kafka_trial.cluster.images import ensure_images
+
+        spec = spec or ClusterSpec()
+        client = ensure_engine()
+        cluster = cls(client, spec, ensure_images(client, spec))
+        try:
+            cluster.start()
+            cluster.await_registered(spec.startup_timeout_s)
+            for topic in topics:
+                cluster.create_topic(topic)
+                if not cluster.await_in_sync(topic.name, spec.startup_timeout_s):
+                    raise TrialError(
+                        f"topic {topic.name} never became fully in sync",
+                        "read the brokers' logs (docker logs), or raise startup_timeout_s",
+                    )
+            yield cluster
+        finally:
+            try:
+                cluster.heal_all()
+            except Exception as e:  # removal below makes a failed heal moot
+                log(f"heal before teardown incomplete: {e}")
+            cluster.teardown()
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> list[int]:
+        return self._provision.nodes
+
+    @property
+    def network_name(self) -> str:
+        return self._provision.network_name
+
+    def start(self) -> None:
+        self._provision.start()
+
+    @property
+    def bootstrap(self) -> str:
+        return self.bootstrap_for(0)
+
+    def bootstrap_for(self, lane: int) -> str:
+        """Bootstrap servers of one client lane (lanes are taken modulo their number)."""
+        k = lane % self.spec.client_lanes
+        return ",".join(f"127.0.0.1:{b.client_ports[k]}" for b in self.brokers.values())
+
+    def describe(self) -> dict[str, Any]:
+        """Enough to reach this cluster again from another process: its run label and
+        the bootstrap servers of every client lane."""
+        return {
+            "run_id": self.run_id,
+            "nodes": self.node_ids,
+            "bootstrap": [self.bootstrap_for(k) for k in range(self.spec.client_lanes)],
+        }
+
+    def collect_logs(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        for b in self.brokers.values():
+            for fname, c in b.log_paths().items():
+                with contextlib.suppress(NotFound, APIError):
+                    (dest / fname).write_bytes(c.logs(timestamps=True))
+
+    def teardown(self) -> None:
+        self.observe.close()
+        remove_leftovers(self.client, run=self.run_id)
+
+    # --- observation and administration ----------------------------------------------
+
+    def admin(self) -> AdminClient:
+        return self.observe.admin()
+
+    def await_registered(self, timeout_s: float) -> None:
+        self.observe.await_registered(timeout_s)
+
+    def create_topic(self, topic: TopicSpec) -> None:
+        self.observe.create_topic(topic)
+
+    def set_topic_config(self, topic: str, config: dict[str, str]) -> None:
+        self.observe.set_topic_config(topic, config)
+
+    def partitions(self, topic: str, timeout_s: float = 5) -> dict[int, PartitionState]:
+        return self.observe.partitions(topic, timeout_s)
+
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        return self.observe.leader_of(topic, partition)
+
+    def in_sync(self, topic: str) -> bool:
+        return self.observe.in_sync(topic)
+
+    def await_in_sync(self, topic: str, timeout_s: float) -> bool:
+        return self.observe.await_in_sync(topic, timeout_s)
+
+    def active_controller(self) -> int | None:
+        return self.observe.active_controller()
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
+        self.observe.elect_leader(topic, partition, unclean)
+
+    # --- links -------------------------------------------------------------------------
+
+    def link(self, src: int | None, dst: int, kind: LinkKind, lane: int = 0) -> Link:
+        owner = self.brokers[dst] if src is None else self.brokers[src]
+        return Link(src, dst, kind, owner.toxi, lane)
+
+    def peer_links(self, a: int, b: int) -> Iterator[Link]:
+        """Both directions of replication and quorum traffic between a and b."""
+        for src, dst in ((a, b), (b, a)):
+            for kind in ("internal", "controller"):
+                yield self.link(src, dst, kind)  # type: ignore[arg-type]
+
+    def _link(self, link: LinkId) -> Link:
+        return self.link(link.src, link.dst, link.kind, link.lane)
+
+    def cut(
+        self,
+        link: LinkId,
+        mode: CutMode = "drop",
+        streams: tuple[Stream, ...] = BOTH_STREAMS,
+    ) -> None:
+        self._link(link).cut(mode, streams)
+
+    def uncut(self, link: LinkId) -> None:
+        self._link(link).uncut()
+
+    def add_toxic(self, link: LinkId, toxic: Toxic) -> None:
+        self._link(link).add_toxic(toxic)
+
+    def remove_toxic(self, link: LinkId, name: str) -> None:
+        lk = self._link(link)
+        lk.toxi.remove_toxic(lk.proxy, name)
+
+    def heal_network(self) -> None:
+        for b in self.brokers.values():
+            b.toxi.reset()
+
+    # --- processes ----------------------------------------------------------------------
+
+    @property
+    def client_lanes(self) -> int:
+        return self.spec.client_lanes
+
+    def kill_node(self, node: int) -> None:
+        self.brokers[node].kill()
+
+    def stop_node(self, node: int) -> None:
+        self.brokers[node].stop()
+
+    def start_node(self, node: int) -> None:
+        self.brokers[node].start()
+
+    def pause_node(self, node: int) -> None:
+        self.brokers[node].pause()
+
+    def resume_node(self, node: int) -> None:
+        self.brokers[node].resume()
+
+    def wipe_node(self, node: int) -> None:
+        self._provision.wipe(node)
+
+    def wipe_data(self, node: int) -> None:
+        self._provision.wipe(node)
+
+    def heal_all(self) -> None:
+        """Every proxy enabled, every toxic gone, every broker running."""
+        errors: list[str] = []
+        for b in self.brokers.values():
+            try:
+                b.toxi.reset()
+            except ToxiproxyError as e:
+                errors.append(f"proxy {b.node_id}: {e}")
+            try:
+                b.start()
+            except (APIError, NotFound) as e:
+                errors.append(f"broker {b.node_id}: {e}")
+        if errors:
+            raise RuntimeError("; ".join(errors))
+
+
+if TYPE_CHECKING:
+
+    def _implements_control(cluster: Cluster) -> ClusterControl:
+        # A type checker holds the facade to the protocol the nemesis acts through.
+        return cluster

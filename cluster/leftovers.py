@@ -1,0 +1,123 @@
+"""What crashed runs leave behind: heal it (`kafka-trial heal`) or remove it
+(`kafka-trial cleanup`, and before every new cluster).
+
+Everything kafka-trial creates carries labels; a container whose owner process is
+gone (or on another host) is a leftover, a live run's is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.naming import API_PORT, LABEL, LABEL_HOST, LABEL_PID, LABEL_ROLE, LABEL_RUN
+from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
+
+import docker
+
+
+def owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(LABEL_HOST) != socket.gethostname():
+        return False
+    try:
+        pid = int(labels.get(LABEL_PID, "0"))
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _labels_of(obj: Any) -> dict[str, str]:
+    labels = getattr(obj, "labels", None)
+    return labels if labels is not None else (obj.attrs.get("Labels") or {})
+
+
+def _ours(objects: list[Any], run: str | None, force: bool) -> Iterator[Any]:
+    """Objects to act on: one run's (run=...), everyone's (force), or those whose
+    owner is gone."""
+    for o in objects:
+        if run or force or not owner_alive(_labels_of(o)):
+            yield o
+
+
+def _containers(client: docker.DockerClient, label: str, first: str) -> list[Container]:
+    """Every container carrying `label` (a key or key=value), those of role `first`
+    ahead of the others."""
+    found = client.containers.list(all=True, filters={"label": [label]})
+    return sorted(found, key=lambda c: c.labels.get(LABEL_ROLE) != first)
+
+
+def remove_leftovers(
+    client: docker.DockerClient, run: str | None = None, force: bool = False
+) -> int:
+    """Remove containers, networks and volumes of runs whose owner is gone.
+
+    With `run`, only that run's; with `force`, even those of live owners.
+    """
+    label = f"{LABEL_RUN}={run}" if run else LABEL
+    flt = {"label": [label]}
+    removed = 0
+    # Brokers before sidecars: a broker lives in its sidecar's namespace.
+    for c in _ours(_containers(client, label, first="broker"), run, force):
+        with contextlib.suppress(NotFound, APIError):
+            if c.status == "paused":
+                c.unpause()
+        with contextlib.suppress(NotFound):
+            c.remove(force=True, v=True)
+            removed += 1
+    for n in _ours(client.networks.list(filters=flt), run, force):
+        with contextlib.suppress(NotFound, APIError):
+            n.remove()
+            removed += 1
+    for v in _ours(client.volumes.list(filters=flt), run, force):
+        with contextlib.suppress(NotFound, APIError):
+            v.remove(force=True)
+            removed += 1
+    return removed
+
+
+def heal_leftovers(run: str | None = None) -> str:
+    """Reset every proxy and resume or start every broker that a run left behind
+    (with `run`, that run's only)."""
+    client = ensure_engine()
+    healed_links = resumed = started = 0
+    problems: list[str] = []
+    label = f"{LABEL_RUN}={run}" if run else LABEL
+    # Proxies first: a broker that starts behind a cut link cannot rejoin.
+    for c in _containers(client, label, first="proxy"):
+        role = c.labels.get(LABEL_ROLE)
+        if role == "proxy" and c.status == "running":
+            ports = (c.attrs.get("NetworkSettings") or {}).get("Ports") or {}
+            bind = (ports.get(f"{API_PORT}/tcp") or [{}])[0].get("HostPort")
+            if bind:
+                try:
+                    ToxiproxyClient(f"http://127.0.0.1:{bind}").reset()
+                    healed_links += 1
+                except ToxiproxyError as e:
+                    problems.append(f"{c.name}: {e}")
+        elif role == "broker":
+            with contextlib.suppress(NotFound, APIError):
+                if c.status == "paused":
+                    c.unpause()
+                    resumed += 1
+                elif c.status in ("exited", "created"):
+                    c.start()
+                    started += 1
+    msg = (
+        f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
+        f"{started} brokers started"
+    )
+    return msg + ("" if not problems else "; problems: " + "; ".join(problems))

@@ -1,0 +1,206 @@
+"""Looking at Kafka from the host: the admin client, metadata, partitions and their
+ISR, broker registration, and the active KRaft controller.
+
+The harness reaches brokers over the client links, which client faults (degrade,
+client-partition) break on purpose; metadata then falls back to each broker on its
+own, through one cached admin client per broker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, NewTopic
+from docker.errors import APIError, NotFound
+from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.control import PartitionState
+from kafka_trial.cluster.naming import QUORUM_STATE
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.errors import TrialError
+
+
+def _quiet_logger() -> logging.Logger:
+    lg = logging.getLogger("kafka-trial.librdkafka")
+    lg.addHandler(logging.NullHandler())
+    lg.propagate = False
+    return lg
+
+
+def _new_admin(bootstrap: str, timeout_ms: int) -> AdminClient:
+    return AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "socket.timeout.ms": timeout_ms,
+            "log_level": 0,
+            "logger": _quiet_logger(),
+        }
+    )
+
+
+@dataclass
+class Observer:
+    brokers: dict[int, Broker]
+    expected_brokers: int
+    bootstrap: Callable[[], str]
+    _admin: AdminClient | None = field(default=None, init=False)
+    # One direct client per broker, kept: a fresh client per failed lookup would
+    # pay a new connection (and its timeouts) every time a client link is faulted.
+    _direct: dict[int, AdminClient] = field(default_factory=dict, init=False)
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = _new_admin(self.bootstrap(), 5000)
+        return self._admin
+
+    def close(self) -> None:
+        self._admin = None
+        self._direct.clear()
+
+    def metadata(self, topic: str | None, timeout_s: float) -> ClusterMetadata:
+        try:
+            return self.admin().list_topics(topic, timeout=timeout_s)
+        except KafkaException as first:
+            for j, b in self.brokers.items():
+                if j not in self._direct:
+                    self._direct[j] = _new_admin(f"127.0.0.1:{b.client_ports[0]}", 3000)
+                try:
+                    return self._direct[j].list_topics(topic, timeout=3)
+                except KafkaException:
+                    continue
+            raise first
+
+    def partitions(self, topic: str, timeout_s: float = 5) -> dict[int, PartitionState]:
+        return partition_states(self.metadata(topic, timeout_s), topic)
+
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        try:
+            return self.partitions(topic).get(partition, PartitionState(None, (), ())).leader
+        except KafkaException:
+            return None
+
+    def in_sync(self, topic: str) -> bool:
+        try:
+            parts = self.partitions(topic)
+        except KafkaException:
+            return False
+        return bool(parts) and all(
+            s.leader is not None and set(s.isr) == set(s.replicas) for s in parts.values()
+        )
+
+    def await_in_sync(self, topic: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.in_sync(topic):
+                return True
+            time.sleep(0.5)
+        return False
+
+    def _broker_failure(self) -> str | None:
+        for b in self.brokers.values():
+            if b.status() in ("exited", "dead", "removed"):
+                tail = b.container.logs(tail=15).decode(errors="replace").strip().splitlines()
+                last = next(
+                    (ln for ln in reversed(tail) if "ERROR" in ln or "Exception" in ln),
+                    tail[-1] if tail else "(no output)",
+                )
+                return f"broker {b.node_id} exited: {last[:300]}"
+        return None
+
+    def await_registered(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            failure = self._broker_failure()
+            if failure:
+                raise TrialError(failure, "read logs/kafka-N.log in the run directory")
+            try:
+                md = self.admin().list_topics(timeout=5)
+                if len(md.brokers) == self.expected_brokers:
+                    return
+                last = f"{len(md.brokers)} of {self.expected_brokers} brokers registered"
+            except KafkaException as e:
+                last = str(e)
+            time.sleep(1)
+        raise TrialError(
+            f"brokers did not all register within {timeout_s:.0f}s ({last})",
+            "read logs/kafka-N.log in the run directory, or raise cluster.startup_timeout_s",
+        )
+
+    def active_controller(self) -> int | None:
+        """The KRaft quorum leader, from the quorum-state file of every running node.
+
+        Clients cannot ask for it (brokers report a random broker as "controller" in
+        KRaft), but each node persists its view of the leader and epoch there; the
+        highest epoch wins.
+        """
+        best: tuple[int, int] | None = None
+        for b in self.brokers.values():
+            if b.status() != "running":
+                continue
+            try:
+                res = b.container.exec_run(["cat", QUORUM_STATE])
+            except (APIError, NotFound):
+                continue
+            if res.exit_code != 0:
+                continue
+            try:
+                st = json.loads(res.output)
+            except ValueError:
+                continue
+            leader, epoch = int(st.get("leaderId", -1)), int(st.get("leaderEpoch", -1))
+            if leader >= 0 and (best is None or epoch > best[1]):
+                best = (leader, epoch)
+        return None if best is None else best[0]
+
+    # --- administration ---------------------------------------------------------
+
+    def create_topic(self, topic: TopicSpec) -> None:
+        config = {
+            "min.insync.replicas": str(topic.min_insync_replicas),
+            "unclean.leader.election.enable": str(topic.unclean_leader_election).lower(),
+        }
+        # librdkafka can drop a request in flight while it swaps its bootstrap
+        # connections for the brokers it learned (_DESTROY_BROKER): that, and a
+        # transport error, are retried; a repeat that finds the topic is success.
+        transient = {KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT}
+        for attempt in range(3):
+            fut = self.admin().create_topics(
+                [NewTopic(topic.name, topic.partitions, topic.replication_factor, config=config)],
+                operation_timeout=30,
+            )
+            try:
+                fut[topic.name].result(60)
+                return
+            except KafkaException as e:
+                code = e.args[0].code()
+                if attempt and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    return
+                if code not in transient or attempt == 2:
+                    raise TrialError(
+                        f"could not create topic {topic.name}: {e}", "check the topic settings"
+                    ) from None
+                time.sleep(1)
+
+    def set_topic_config(self, topic: str, config: dict[str, str]) -> None:
+        res = ConfigResource("topic", topic, set_config=config)
+        for fut in self.admin().alter_configs([res]).values():
+            fut.result(30)
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
+        kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+        self.admin().elect_leaders(kind, [TopicPartition(topic, partition)]).result(15)
+
+
+def partition_states(md: ClusterMetadata, topic: str) -> dict[int, PartitionState]:
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        return {}
+    return {
+        p.id: PartitionState(p.leader if p.leader >= 0 else None, tuple(p.replicas), tuple(p.isrs))
+        for p in t.partitions.values()
+    }

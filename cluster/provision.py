@@ -1,0 +1,242 @@
+"""Provisioning: the network, one Toxiproxy sidecar per node owning its network
+namespace, every proxy, the data volumes, and the brokers.
+
+Topology, and why:
+
+- Sidecar `proxy-j` owns node j's network namespace and the broker joins it
+  (network_mode=container:...). Killing or restarting the broker keeps the
+  namespace, the published ports and every proxy and toxic.
+- Every broker advertises loopback addresses for its replication listener
+  (127.0.0.1:19100+j) and the quorum lists 127.0.0.1:19200+j for controllers. In
+  node i's namespace those ports are proxies in i's own sidecar that forward to
+  node j. So every directed link i->j is its own proxy: cutting it leaves i->k
+  and j->i untouched.
+- The client listener binds 127.0.0.1:9092 inside the namespace; the sidecar
+  forwards a published host port to it, and that host port is what the broker
+  advertises, so host clients always pass through Toxiproxy.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+
+from docker.errors import APIError
+from docker.models.containers import Container
+from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.images import Images
+from kafka_trial.cluster.leftovers import remove_leftovers
+from kafka_trial.cluster.naming import (
+    API_PORT,
+    CLIENT_PROXY_PORT,
+    CONTROLLER_PORT,
+    CONTROLLER_PROXY_BASE,
+    INTERNAL_PORT,
+    INTERNAL_PROXY_BASE,
+    client_listener,
+    cluster_id,
+    labels,
+    proxy_name,
+)
+from kafka_trial.cluster.settings import ClusterSpec
+from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import log
+
+import docker
+
+
+@dataclass
+class Provisioner:
+    client: docker.DockerClient
+    spec: ClusterSpec
+    images: Images
+    run_id: str
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    network_name: str = ""
+
+    @property
+    def nodes(self) -> list[int]:
+        return list(range(1, self.spec.brokers + 1))
+
+    def _broker_env(self, j: int, cid: str, client_ports: list[int]) -> dict[str, str]:
+        lanes = [client_listener(k) for k in range(len(client_ports))]
+        voters = ",".join(f"{k}@127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.nodes)
+        env = {
+            "CLUSTER_ID": cid,
+            "KAFKA_NODE_ID": str(j),
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            "KAFKA_LISTENERS": (
+                "".join(f"{name}://127.0.0.1:{port}," for name, port, _ in lanes)
+                + f"INTERNAL://0.0.0.0:{INTERNAL_PORT},"
+                f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+            ),
+            "KAFKA_ADVERTISED_LISTENERS": (
+                "".join(
+                    f"{name}://127.0.0.1:{hp},"
+                    for (name, _, _), hp in zip(lanes, client_ports, strict=True)
+                )
+                + f"INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
+            ),
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
+                "".join(f"{name}:PLAINTEXT," for name, _, _ in lanes)
+                + "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+            "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+            "KAFKA_HEAP_OPTS": f"-Xmx{self.spec.broker_heap} -Xms{self.spec.broker_heap}",
+        }
+        for key, value in self.spec.broker_config.items():
+            name = key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+            env[f"KAFKA_{name}"] = value
+        return env
+
+    def _host_ports(self, j: int) -> tuple[object, object]:
+        base = self.spec.host_port_base
+        if base is None:
+            return ("127.0.0.1", None), ("127.0.0.1", None)
+        return ("127.0.0.1", base + 100 + j - 1), ("127.0.0.1", base + j - 1)
+
+    def _check_ports_free(self) -> None:
+        base = self.spec.host_port_base
+        if base is None:
+            return
+        for j in self.nodes:
+            for port in (base + j - 1, base + 100 + j - 1):
+                with socket.socket() as s:
+                    try:
+                        s.bind(("127.0.0.1", port))
+                    except OSError:
+                        raise TrialError(
+                            f"port 127.0.0.1:{port} is in use",
+                            "stop what holds it, pick another cluster.host_port_base, "
+                            "or unset it to let Docker choose free ports",
+                        ) from None
+
+    def start(self) -> None:
+        """Network, sidecars with their proxies, volumes and brokers; each broker is
+        added to `brokers` as soon as it exists, so a failed start still tears down."""
+        remove_leftovers(self.client)
+        self._check_ports_free()
+        self.network_name = f"kt-{self.run_id}"
+        log(f"starting {self.spec.brokers} KRaft nodes (run {self.run_id})")
+        self.client.networks.create(
+            self.network_name, driver="bridge", labels=labels(self.run_id, "network")
+        )
+        sidecars: dict[int, Container] = {}
+        for j in self.nodes:
+            api_bind, client_bind = self._host_ports(j)
+            sidecars[j] = self._run_container(
+                self.images.toxiproxy,
+                name=f"kt-{self.run_id}-proxy-{j}",
+                hostname=f"kafka-{j}",
+                network=self.network_name,
+                networking_config={
+                    self.network_name: self.client.api.create_endpoint_config(
+                        aliases=[f"kafka-{j}"]
+                    )
+                },
+                ports={
+                    f"{API_PORT}/tcp": api_bind,
+                    f"{CLIENT_PROXY_PORT}/tcp": client_bind,
+                    # Extra client lanes always get free ports chosen by Docker.
+                    **{
+                        f"{client_listener(k)[2]}/tcp": ("127.0.0.1", None)
+                        for k in range(1, self.spec.client_lanes)
+                    },
+                },
+                labels=labels(self.run_id, "proxy", j),
+                environment={"LOG_LEVEL": "info"},
+                detach=True,
+            )
+        cid = cluster_id()
+        for j, sc in sidecars.items():
+            sc.reload()
+            ports = sc.attrs["NetworkSettings"]["Ports"]
+            api = int(ports[f"{API_PORT}/tcp"][0]["HostPort"])
+            client_ports = [
+                int(ports[f"{client_listener(k)[2]}/tcp"][0]["HostPort"])
+                for k in range(self.spec.client_lanes)
+            ]
+            toxi = ToxiproxyClient(f"http://127.0.0.1:{api}")
+            self._await_toxiproxy(toxi, j)
+            for k in range(self.spec.client_lanes):
+                _, broker_port, proxy_port = client_listener(k)
+                toxi.create_proxy(
+                    proxy_name(j, "client", k), f"0.0.0.0:{proxy_port}", f"127.0.0.1:{broker_port}"
+                )
+            for k in self.nodes:
+                host = "127.0.0.1" if k == j else f"kafka-{k}"
+                toxi.create_proxy(
+                    proxy_name(k, "internal"),
+                    f"127.0.0.1:{INTERNAL_PROXY_BASE + k}",
+                    f"{host}:{INTERNAL_PORT}",
+                )
+                toxi.create_proxy(
+                    proxy_name(k, "controller"),
+                    f"127.0.0.1:{CONTROLLER_PROXY_BASE + k}",
+                    f"{host}:{CONTROLLER_PORT}",
+                )
+            volume = self.client.volumes.create(
+                name=f"kt-{self.run_id}-data-{j}", labels=labels(self.run_id, "volume", j)
+            )
+            broker = self._run_container(
+                self.images.kafka,
+                name=f"kt-{self.run_id}-kafka-{j}",
+                network_mode=f"container:{sc.id}",
+                environment=self._broker_env(j, cid, client_ports),
+                volumes={volume.name: {"bind": "/var/lib/kafka/data", "mode": "rw"}},
+                labels=labels(self.run_id, "broker", j),
+                detach=True,
+            )
+            self.brokers[j] = Broker(j, broker, sc, toxi, tuple(client_ports))
+
+    def _run_container(self, image: str, **kw: object) -> Container:
+        try:
+            return self.client.containers.run(image, **kw)  # type: ignore[arg-type]
+        except APIError as e:
+            msg = str(e.explanation or e)
+            if "port is already allocated" in msg or "address already in use" in msg:
+                raise TrialError(
+                    f"a host port is in use: {msg[:200]}",
+                    "free the port, pick another cluster.host_port_base, or unset it",
+                ) from None
+            raise
+
+    def _await_toxiproxy(self, toxi: ToxiproxyClient, j: int) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                toxi.version()
+                return
+            except ToxiproxyError as e:
+                if time.monotonic() > deadline:
+                    raise TrialError(
+                        f"Toxiproxy sidecar of node {j} did not answer: {e}",
+                        "check `docker logs` of the proxy container and the engine's health",
+                    ) from None
+                time.sleep(0.2)
+
+    def wipe(self, node: int) -> None:
+        """SIGKILL a broker, empty its data volume, start it: it formats afresh."""
+        b = self.brokers[node]
+        if b.status() == "paused":
+            b.container.unpause()
+        if b.status() == "running":
+            b.kill()
+        mounts = b.container.attrs["Mounts"]
+        volume = next(m["Name"] for m in mounts if m["Destination"] == "/var/lib/kafka/data")
+        # A one-off container of the same image empties the volume; the broker's own
+        # container cannot, it is not running.
+        self.client.containers.run(
+            self.images.kafka,
+            entrypoint=["bash", "-c", "rm -rf /data/* /data/.[!.]*; true"],
+            volumes={volume: {"bind": "/data", "mode": "rw"}},
+            labels=labels(self.run_id, "wipe", node),
+            network_mode="none",
+            remove=True,
+        )
+        b.container.start()

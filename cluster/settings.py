@@ -1,0 +1,60 @@
+"""The cluster's settings: brokers, images, ports, and the topics a run creates."""
+
+from __future__ import annotations
+
+from kafka_trial.contracts.settings import Frozen
+from pydantic import Field
+
+# Shorter timeouts than Kafka's defaults so that faults show their effect within
+# seconds instead of minutes; every one can be overridden per run.
+DEFAULT_BROKER_CONFIG: dict[str, str] = {
+    "replica.lag.time.max.ms": "10000",
+    "broker.session.timeout.ms": "6000",
+    "broker.heartbeat.interval.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "auto.create.topics.enable": "false",
+}
+
+
+class ClusterSpec(Frozen):
+    brokers: int = Field(3, ge=3, le=7)
+    kafka_version: str = Field(
+        "4",
+        pattern=r"^\d+(\.\d+){0,2}$",
+        description="exact version (4.1.1) or a prefix (4, 3.9): newest that resolves",
+    )
+    kafka_image: str | None = Field(
+        None, description="use this image instead of building one (apache/kafka contract)"
+    )
+    jre_base_image: str | None = Field(
+        None, description="base image with a Java 17+ runtime; built from Debian if unset"
+    )
+    toxiproxy_version: str = "2.12.0"
+    broker_heap: str = "512m"
+    broker_config: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BROKER_CONFIG))
+    startup_timeout_s: float = Field(180.0, gt=0)
+    client_lanes: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="client listeners per broker, each behind its own proxy: worker i uses "
+        "lane i mod lanes, so one client can be cut off a broker alone",
+    )
+    host_port_base: int | None = Field(
+        None,
+        ge=1024,
+        le=65000,
+        description="fixed host ports: clients at BASE+j-1, Toxiproxy APIs at BASE+100+j-1; "
+        "unset = free ports chosen by Docker",
+    )
+
+
+class TopicSpec(Frozen):
+    name: str = Field("trial", pattern=r"^[A-Za-z0-9._-]{1,200}$")
+    partitions: int = Field(3, ge=1, le=1000)
+    replication_factor: int = Field(3, ge=1)
+    min_insync_replicas: int = Field(2, ge=1)
+    unclean_leader_election: bool = False

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import HistoryWriter
-from harness.log import log
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.contracts.log import log
 
 
 @dataclass

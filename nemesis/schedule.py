@@ -13,7 +13,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from harness.spec import NemesisSpec
+from kafka_trial.nemesis.settings import NemesisSpec
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import random
 
-from harness.cluster import Cluster
-
-ROLES = ("random", "leader", "followers", "controller", "minority", "majority", "all")
+from kafka_trial.cluster.control import ClusterControl
+from kafka_trial.nemesis.catalog import ROLES
 
 
 class NoTarget(RuntimeError):
     pass
 
 
-def resolve(role: str, cluster: Cluster, topic: str, partition: int, pick: int) -> list[int]:
+def resolve(role: str, cluster: ClusterControl, topic: str, partition: int, pick: int) -> list[int]:
     rng = random.Random(pick)
     nodes = sorted(cluster.node_ids)
     n = len(nodes)

@@ -1,0 +1,84 @@
+"""The one registry of the nemesis vocabulary: fault packages, target roles, partition
+topologies and toxics.
+
+Spec validation, the CLI's help and the README's fault table all read it; the
+builders in `packages.py` must cover exactly these names (checked at import).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PackageInfo:
+    name: str
+    fault: str  # what the fault does, in one line
+    heal: str  # what undoes it
+
+
+_INFOS = (
+    PackageInfo("kill", "SIGKILL the targeted brokers", "start"),
+    PackageInfo("stop", "SIGTERM the targeted brokers", "start"),
+    PackageInfo("pause", "cgroup-freeze the targeted brokers", "resume"),
+    PackageInfo("bounce", "kill and restart the targeted brokers at once", "(none)"),
+    PackageInfo(
+        "partition",
+        "cut replication and quorum links along a topology (`nemesis.topologies`), "
+        "in `nemesis.partition_mode` drop (black hole) or reject (refused)",
+        "restore the links",
+    ),
+    PackageInfo(
+        "client-partition",
+        "cut host clients off the targeted brokers: all clients, or one client's lane "
+        "(`nemesis.client_scope: one` with `cluster.client_lanes` > 1)",
+        "restore",
+    ),
+    PackageInfo(
+        "degrade",
+        "add a toxic (`nemesis.degrade`) to the targeted brokers' client links",
+        "remove it",
+    ),
+    PackageInfo(
+        "slow-follower",
+        "the same toxic on one follower's fetch link to the leader (claim C15)",
+        "remove it",
+    ),
+    PackageInfo(
+        "wipe",
+        "SIGKILL the targeted brokers, empty their data directory, start them with "
+        "fresh storage (KIP-903 class)",
+        "(the restart is the heal)",
+    ),
+    PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
+    PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
+    PackageInfo(
+        "unclean-failover",
+        "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "
+        "{leader}, keep writing, kill the leader, elect a follower uncleanly",
+        "start the old leader",
+    ),
+)
+
+PACKAGES: dict[str, PackageInfo] = {p.name: p for p in _INFOS}
+
+ROLES = ("random", "leader", "followers", "controller", "minority", "majority", "all")
+
+TOPOLOGIES = (
+    "isolate-random",
+    "isolate-leader",
+    "isolate-controller",
+    "halves",
+    "majorities-ring",
+    "bridge",
+    "one-way",
+)
+
+TOXICS = ("latency", "bandwidth", "slicer", "reset_peer", "limit_data", "slow_close", "timeout")
+
+
+def markdown_table() -> str:
+    """The README's fault table, rendered from this registry."""
+    rows = ["| package | fault | heal |", "|---|---|---|"]
+    rows += [f"| `{p.name}` | {p.fault} | {p.heal} |" for p in _INFOS]
+    return "\n".join(rows)

@@ -1,0 +1,138 @@
+"""The nemesis: applies fault packages, records every fault and heal as a history op,
+and holds what is outstanding until it is healed.
+
+Only this module records nemesis ops. A fault's heal is data (packages.Heal), so
+several faults of one package can be outstanding and each heals exactly what it did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_trial.cluster.control import ClusterControl
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.nemesis.packages import build_package
+from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.nemesis.settings import NemesisSpec
+from kafka_trial.nemesis.steps import Done, Heal, Package, apply_undo
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One fault as it happened: its package, the result of each step (None where the
+    step failed), and the heal it left outstanding (None: nothing to undo)."""
+
+    package: str
+    results: tuple[dict[str, Any] | None, ...]
+    heal: Heal | None
+
+    @property
+    def ok(self) -> bool:
+        return all(r is not None for r in self.results)
+
+
+class Nemesis:
+    """`Nemesis(cluster, history)`; `apply("kill-leader")`, `heal()`, or
+    `with nemesis.during("partition"): ...`, which always heals."""
+
+    def __init__(
+        self,
+        cluster: ClusterControl,
+        history: HistoryWriter | NemesisRecorder,
+        settings: NemesisSpec | None = None,
+        topic: str = "trial",
+        packages: dict[str, Package] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.rec = history if isinstance(history, NemesisRecorder) else NemesisRecorder(history)
+        self.settings = settings or NemesisSpec()
+        self.topic = topic
+        self._packages: dict[str, Package] = dict(packages or {})
+        self._outstanding: list[Applied] = []
+        self._lock = threading.Lock()
+
+    def package(self, name: str) -> Package:
+        if name not in self._packages:
+            self._packages[name] = build_package(name, self.settings, self.topic)
+        return self._packages[name]
+
+    @property
+    def outstanding(self) -> tuple[Applied, ...]:
+        with self._lock:
+            return tuple(self._outstanding)
+
+    def apply(self, package: str | Package, pick: int = 0) -> Applied:
+        """Carry out one fault, recording each of its steps; keep its heal."""
+        pkg = self.package(package) if isinstance(package, str) else package
+        results: list[dict[str, Any] | None] = []
+        heals: list[Heal] = []
+        steps = pkg.fault(self.cluster, pick)
+        with contextlib.closing(steps):
+            for step in steps:
+                done: list[Done] = []
+
+                def act(step=step, done=done) -> dict[str, Any]:
+                    done.append(step.act())
+                    return done[0].result
+
+                ok = self.rec.do(step.f, step.value, act)
+                results.append(done[0].result if ok else None)
+                if ok and done[0].heal is not None:
+                    heals.append(done[0].heal)
+                if not ok and step.needed:
+                    break
+        if len(heals) > 1:
+            raise RuntimeError(f"{pkg.name}: a fault leaves at most one heal, got {len(heals)}")
+        applied = Applied(pkg.name, tuple(results), heals[0] if heals else None)
+        if applied.heal is not None:
+            with self._lock:
+                self._outstanding.append(applied)
+        return applied
+
+    def heal(self, target: str | Applied | None = None) -> int:
+        """Undo outstanding faults, latest first: one record, every fault of one
+        package (by name), or everything (None). Returns how many were healed."""
+        with self._lock:
+            chosen = [
+                a
+                for a in self._outstanding
+                if target is None
+                or a is target
+                or (isinstance(target, str) and a.package == target)
+            ]
+            for a in chosen:
+                self._outstanding.remove(a)
+        for a in reversed(chosen):
+            h = a.heal
+            assert h is not None
+
+            def act(h: Heal = h) -> dict[str, Any]:
+                apply_undo(self.cluster, h.undo)
+                return h.result
+
+            self.rec.do(h.f, h.value, act)
+        return len(chosen)
+
+    def heal_all(self) -> bool:
+        """Undo what is outstanding, then make every link whole and every node run."""
+        self.heal()
+
+        def act() -> dict[str, Any]:
+            self.cluster.heal_all()
+            return {"brokers": self.cluster.node_ids}
+
+        return self.rec.do("heal-all", {}, act)
+
+    @contextlib.contextmanager
+    def during(self, package: str | Package, pick: int = 0) -> Iterator[Applied]:
+        """The fault for the duration of the block; healed however the block ends."""
+        applied = self.apply(package, pick)
+        try:
+            yield applied
+        finally:
+            if applied.heal is not None:
+                self.heal(applied)

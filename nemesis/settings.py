@@ -1,0 +1,59 @@
+"""Settings of the nemesis: which fault packages, how long, against which targets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kafka_trial.contracts.settings import Frozen
+from kafka_trial.nemesis.catalog import PACKAGES, ROLES, TOPOLOGIES, TOXICS
+from pydantic import Field, model_validator
+
+TARGET_ROLES = ROLES
+PARTITION_TOPOLOGIES = TOPOLOGIES
+
+
+class DegradeSpec(Frozen):
+    """The toxic that `degrade` and `slow-follower` add (Toxiproxy's attribute names)."""
+
+    type: str = "latency"
+    attributes: dict[str, int] = Field(default_factory=lambda: {"latency": 15000, "jitter": 0})
+    stream: Literal["upstream", "downstream"] = "upstream"
+    links: Literal["client", "follower-replication"] = "client"
+
+    @model_validator(mode="after")
+    def _known(self) -> DegradeSpec:
+        if self.type not in TOXICS:
+            raise ValueError(f"unknown toxic {self.type}; choose from {', '.join(TOXICS)}")
+        return self
+
+
+class NemesisSpec(Frozen):
+    faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
+    fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
+    quiet_s: float = Field(6.0, ge=0, description="healthy time between faults")
+    target_partition: int = Field(0, ge=0)
+    targets: tuple[str, ...] = Field(
+        ("random", "leader", "controller"), description="roles process faults pick from"
+    )
+    topologies: tuple[str, ...] = Field(PARTITION_TOPOLOGIES, description="for `partition`")
+    partition_mode: Literal["drop", "reject"] = "drop"
+    client_scope: Literal["all", "one"] = Field(
+        "all", description="client-partition cuts every client, or one client's lane"
+    )
+    degrade: DegradeSpec = DegradeSpec()
+
+    @model_validator(mode="after")
+    def _known(self) -> NemesisSpec:
+        for field_name, values, known in (
+            ("nemesis", self.faults, tuple(PACKAGES)),
+            ("target role", self.targets, TARGET_ROLES),
+            ("topology", self.topologies, PARTITION_TOPOLOGIES),
+        ):
+            unknown = [v for v in values if v not in known]
+            if unknown:
+                raise ValueError(
+                    f"unknown {field_name} {', '.join(unknown)}; choose from {', '.join(known)}"
+                )
+        if not self.targets or not self.topologies:
+            raise ValueError("nemesis.targets and nemesis.topologies must not be empty")
+        return self

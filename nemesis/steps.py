@@ -1,0 +1,80 @@
+"""The records a fault is made of: the steps the nemesis records, what an action did,
+and how to undo it, as data; and the one function that carries out an undo."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from kafka_trial.cluster.control import ClusterControl, LinkId
+
+
+@dataclass(frozen=True)
+class Undo:
+    """One action that takes back part of a fault."""
+
+    verb: Literal["start", "resume", "uncut", "remove-toxic"]
+    node: int | None = None
+    link: LinkId | None = None
+    toxic: str | None = None
+
+
+@dataclass(frozen=True)
+class Heal:
+    """How to undo a fault: the heal op to record (f, value, what its completion adds)
+    and the actions."""
+
+    f: str
+    value: dict[str, Any]
+    result: dict[str, Any]
+    undo: tuple[Undo, ...]
+
+
+@dataclass(frozen=True)
+class Done:
+    """What an action did: merged into the op's ok completion; `heal` if it needs one."""
+
+    result: dict[str, Any]
+    heal: Heal | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One recorded op of a fault. If its action raises, the op completes `info`; with
+    `needed`, the fault's later steps are skipped (nothing to continue from)."""
+
+    f: str
+    value: dict[str, Any]
+    act: Callable[[], Done]
+    needed: bool = True
+
+
+class Package(Protocol):
+    name: str
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]: ...
+
+
+def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> None:
+    for u in undo:
+        if u.verb == "start" and u.node is not None:
+            ctl.start_node(u.node)
+        elif u.verb == "resume" and u.node is not None:
+            ctl.resume_node(u.node)
+        elif u.verb == "uncut" and u.link is not None:
+            ctl.uncut(u.link)
+        elif u.verb == "remove-toxic" and u.link is not None and u.toxic is not None:
+            ctl.remove_toxic(u.link, u.toxic)
+        else:
+            raise ValueError(f"malformed undo action {u}")
+
+
+def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(every_s)
+    return cond()

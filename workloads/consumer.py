@@ -6,10 +6,8 @@ a new process id, which starts again from the beginning.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -19,32 +17,26 @@ from confluent_kafka import (
     Message,
     TopicPartition,
 )
-
-from harness.history import HistoryWriter
-from harness.spec import ConsumerSpec, TopicSpec
-from workloads.processes import ProcessIds
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.ops import Poll, Record
+from kafka_trial.workloads.base import ClientContext, Counters, Lane
+from kafka_trial.workloads.clients import close_within
+from kafka_trial.workloads.settings import ConsumerSpec
 
 
 def new_consumer(
-    bootstrap: str,
-    topic: TopicSpec,
-    isolation: str,
-    logger: Any = None,
-    extra: dict[str, Any] | None = None,
-    assign: bool = True,
+    ctx: ClientContext, lane: Lane, topic: TopicSpec, isolation: str, assign: bool = True
 ) -> Consumer:
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        # A private group: offsets are never committed, assign mode needs no group.
-        "group.id": f"kafka-trial-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": isolation,
-        "log_level": 3,
-        **(extra or {}),
-    }
-    if logger is not None:
-        conf["logger"] = logger
+    conf = ctx.client_config(
+        lane,
+        **{
+            # A private group: offsets are never committed, assign mode needs no group.
+            "group.id": f"kafka-trial-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+        },
+    )
     c = Consumer(conf)
     if assign:
         c.assign([TopicPartition(topic.name, p, OFFSET_BEGINNING) for p in range(topic.partitions)])
@@ -60,9 +52,9 @@ def _int_or_none(raw: bytes | None) -> int | None:
         return None
 
 
-def records_of(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[int]]:
+def records_of(msgs: list[Message]) -> tuple[list[Record], list[int]]:
     """History records of a consume() batch, and the partitions that hit their end."""
-    records: list[dict[str, Any]] = []
+    records: list[Record] = []
     at_end: list[int] = []
     for m in msgs:
         err = m.error()
@@ -70,46 +62,38 @@ def records_of(msgs: list[Message]) -> tuple[list[dict[str, Any]], list[int]]:
             if err.code() == KafkaError._PARTITION_EOF:
                 at_end.append(m.partition())
             continue
-        records.append(
-            {
-                "topic": m.topic(),
-                "partition": m.partition(),
-                "offset": m.offset(),
-                "value": _int_or_none(m.value()),
-            }
-        )
+        records.append(Record(m.topic(), m.partition(), m.offset(), _int_or_none(m.value())))
     return records, at_end
 
 
 @dataclass
 class PollWorker:
+    ctx: ClientContext
+    lane: Lane
     spec: ConsumerSpec
     topic: TopicSpec
-    bootstrap: str
-    history: HistoryWriter
-    pids: ProcessIds
-    stop: threading.Event
-    logger: Any = None
-    ops: int = 0
+    counts: Counters = field(default_factory=Counters)
+
+    def _consumer(self) -> Consumer:
+        return new_consumer(self.ctx, self.lane, self.topic, self.spec.isolation_level)
 
     def run(self) -> None:
-        process = self.pids.next()
-        consumer = new_consumer(self.bootstrap, self.topic, self.spec.isolation_level, self.logger)
+        history = self.ctx.history
+        process = self.ctx.pids.next()
+        consumer = self._consumer()
         try:
-            while not self.stop.is_set():
-                self.history.invoke(process, "poll", [{"op": "poll"}])
+            while not self.ctx.stop.is_set():
+                history.invoke(process, "poll", [Poll()])
                 try:
                     msgs = consumer.consume(num_messages=self.spec.batch, timeout=0.5)
                 except (KafkaException, RuntimeError) as e:
-                    self.history.complete("info", process, "poll", [{"op": "poll"}], str(e))
-                    consumer.close()
-                    process = self.pids.next()
-                    consumer = new_consumer(
-                        self.bootstrap, self.topic, self.spec.isolation_level, self.logger
-                    )
+                    history.complete("info", process, "poll", [Poll()], str(e))
+                    close_within(consumer, f"consumer {process}")
+                    process = self.ctx.pids.next()
+                    consumer = self._consumer()
                     continue
                 records, _ = records_of(msgs)
-                self.history.complete("ok", process, "poll", [{"op": "poll", "records": records}])
-                self.ops += 1
+                history.complete("ok", process, "poll", [Poll(tuple(records))])
+                self.counts.ops += 1
         finally:
-            consumer.close()
+            close_within(consumer, f"consumer {process}")

@@ -12,18 +12,27 @@ processes under the same transactional.id, which fences and aborts the old one.
 from __future__ import annotations
 
 import random
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.log import log
+from kafka_trial.contracts.ops import Poll, Send
+from kafka_trial.workloads.base import ClientContext, Counters, Lane
+from kafka_trial.workloads.clients import (
+    abandon,
+    close_within,
+    leave_group,
+    transactional_producer,
+    transactional_sends,
+)
+from kafka_trial.workloads.consumer import records_of
+from kafka_trial.workloads.outcomes import Outcome
+from kafka_trial.workloads.settings import CopierSpec
 
-from harness.history import HistoryWriter
-from harness.log import log
-from harness.spec import CopierSpec, TopicSpec
-from workloads.consumer import records_of
-from workloads.processes import ProcessIds
-from workloads.producer import AckTracker, _abandon
+# Every transactional call of a copier waits at most this long.
+COPIER_TXN_TIMEOUT_S = 30
 
 
 def output_value(v: int) -> int:
@@ -32,160 +41,134 @@ def output_value(v: int) -> int:
 
 @dataclass
 class CopierWorker:
+    ctx: ClientContext
+    lane: Lane
     spec: CopierSpec
     source: TopicSpec
     sink: TopicSpec
-    bootstrap: str
-    history: HistoryWriter
-    pids: ProcessIds
-    acks: AckTracker
-    stop: threading.Event
     group_id: str
     transactional_id: str
-    seed: int
-    logger: Any = None
-    ops: int = 0
-    crashes: int = 0
+    counts: Counters = field(default_factory=Counters)
+
+    def _producer_config(self, **conf: Any) -> dict[str, Any]:
+        return self.ctx.client_config(
+            self.lane,
+            **{
+                "transactional.id": self.transactional_id,
+                "enable.idempotence": True,
+                **conf,
+            },
+        )
 
     def _clients(self) -> tuple[Consumer, Producer] | None:
-        common: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "log_level": 3}
-        if self.logger is not None:
-            common["logger"] = self.logger
-        while not self.stop.is_set():
+        stop = self.ctx.stop
+        while not stop.is_set():
             consumer = Consumer(
-                {
-                    **common,
-                    "group.id": self.group_id,
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "earliest",
-                    "isolation.level": "read_committed",
-                    "session.timeout.ms": 10000,
-                }
+                self.ctx.client_config(
+                    self.lane,
+                    **{
+                        "group.id": self.group_id,
+                        "enable.auto.commit": False,
+                        "auto.offset.reset": "earliest",
+                        "isolation.level": "read_committed",
+                        "session.timeout.ms": 10000,
+                    },
+                )
             )
             consumer.subscribe([self.source.name])
-            producer = Producer(
-                {
-                    **common,
-                    "transactional.id": self.transactional_id,
-                    "enable.idempotence": True,
+            conf = self._producer_config(
+                **{
                     "acks": "all",
-                    "transaction.timeout.ms": 30000,
+                    "transaction.timeout.ms": COPIER_TXN_TIMEOUT_S * 1000,
                     "delivery.timeout.ms": 25000,
                 }
             )
-            try:
-                producer.init_transactions(30)
+            producer = transactional_producer(conf, stop, COPIER_TXN_TIMEOUT_S)
+            if producer is not None:
                 return consumer, producer
-            except KafkaException as e:
-                log(f"copier init_transactions failed, retrying: {e}")
-                consumer.close()
-                _abandon(producer)
-                self.stop.wait(1)
+            leave_group(consumer, "copier input")
+            close_within(consumer, "copier input")
         return None
 
     def run(self) -> None:
-        rng = random.Random(self.seed)
-        process = self.pids.next()
+        rng = random.Random(self.lane.seed)
+        process = self.ctx.pids.next()
         clients = self._clients()
-        while clients is not None and not self.stop.is_set():
+        while clients is not None and not self.ctx.stop.is_set():
             consumer, producer = clients
             outcome = self._copy(consumer, producer, process, rng)
             if outcome == "info":
-                consumer.close()
-                _abandon(producer)
-                process = self.pids.next()
+                leave_group(consumer, f"copier {process}")
+                close_within(consumer, f"copier {process}")
+                abandon(producer)
+                process = self.ctx.pids.next()
                 clients = self._clients()
         if clients is not None:
-            clients[0].close()
-            _abandon(clients[1])
+            leave_group(clients[0], f"copier {process}")
+            close_within(clients[0], f"copier {process}")
+            abandon(clients[1])
         self._fence()
 
     def _fence(self) -> None:
         """Restart once more under the same transactional.id, which aborts a transaction
         a crash left open. Until then its offsets stay pending and block every
         read_committed look-up of the group's offsets (UNSTABLE_OFFSET_COMMIT)."""
-        producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "transactional.id": self.transactional_id,
-                "enable.idempotence": True,
-                "log_level": 3,
-            }
-        )
+        producer = Producer(self._producer_config())
         try:
-            producer.init_transactions(30)
+            producer.init_transactions(COPIER_TXN_TIMEOUT_S)
         except KafkaException as e:
             log(f"copier could not fence {self.transactional_id}: {e}")
         finally:
-            _abandon(producer)
+            abandon(producer)
 
     def _copy(
         self, consumer: Consumer, producer: Producer, process: int, rng: random.Random
-    ) -> str | None:
+    ) -> Outcome | None:
         try:
             msgs = consumer.consume(num_messages=self.spec.batch, timeout=0.5)
         except KafkaException:
             return "info"
-        records, _ = records_of(msgs)
-        records = [r for r in records if r["value"] is not None]
+        records = [r for r in records_of(msgs)[0] if r.value is not None]
         if not records:
             return None
         sends = [
-            {
-                "op": "send",
-                "topic": self.sink.name,
-                "partition": r["partition"],
-                "value": output_value(r["value"]),
-            }
+            Send(self.sink.name, r.partition, output_value(r.value))
             for r in records
+            if r.value is not None
         ]
-        self.history.invoke(process, "txn", [{"op": "poll"}, *sends])
-        offsets: list[int | None] = [None] * len(sends)
-
-        def report(i: int):
-            def cb(err: Any, msg: Any) -> None:
-                if err is None and msg.offset() is not None and msg.offset() >= 0:
-                    offsets[i] = msg.offset()
-
-            return cb
-
-        outcome, error = "info", None
+        history = self.ctx.history
+        history.invoke(process, "txn", [Poll(), *sends])
+        offsets, send_all = transactional_sends(sends)
+        outcome: Outcome = "info"
+        error: str | None = None
         try:
             producer.begin_transaction()
-            for i, s in enumerate(sends):
-                producer.produce(
-                    s["topic"],
-                    value=str(s["value"]).encode(),
-                    partition=s["partition"],
-                    on_delivery=report(i),
-                )
+            send_all(producer)
             producer.send_offsets_to_transaction(
-                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(),
+                COPIER_TXN_TIMEOUT_S,
             )
             if rng.random() < self.spec.crash_fraction:
                 # Dies before committing: the next instance's init_transactions aborts it.
-                self.crashes += 1
+                self.counts.crashes += 1
                 error = "copier crashed before commit"
             else:
-                producer.commit_transaction(30)
+                producer.commit_transaction(COPIER_TXN_TIMEOUT_S)
                 outcome = "ok"
         except KafkaException as e:
             err = e.args[0]
             error = err.name()
             if err.txn_requires_abort():
                 try:
-                    producer.abort_transaction(30)
+                    producer.abort_transaction(COPIER_TXN_TIMEOUT_S)
                     outcome = "fail"
                 except KafkaException:
                     pass
-        done = [{"op": "poll", "records": records}] + [
-            {**s, "offset": offsets[i], "outcome": outcome} for i, s in enumerate(sends)
-        ]
-        if outcome == "ok":
-            for s in done[1:]:
-                self.acks.record(s["partition"], s["offset"])
-        self.history.complete(outcome, process, "txn", done, error)  # type: ignore[arg-type]
-        self.ops += 1
+        done = [s.done(outcome, offsets[i], s.partition) for i, s in enumerate(sends)]
+        self.ctx.acks_for(self.sink.name).record_sends(done)
+        history.complete(outcome, process, "txn", [Poll(tuple(records)), *done], error)
+        self.counts.ops += 1
         if outcome == "fail":
             # Aborted: rewind to the committed offsets so the records are copied again.
             return "info"

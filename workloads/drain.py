@@ -15,10 +15,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import HistoryWriter
-from harness.spec import DrainSpec, TopicSpec
-from workloads.consumer import new_consumer, records_of
-from workloads.processes import ProcessIds
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.ops import Poll, TopicOffset
+from kafka_trial.workloads.base import ClientContext, Lane
+from kafka_trial.workloads.clients import close_within
+from kafka_trial.workloads.consumer import new_consumer, records_of
+from kafka_trial.workloads.settings import DrainSpec
 
 
 @dataclass(frozen=True)
@@ -29,16 +31,11 @@ class DrainResult:
     seconds: float
 
 
-def drain(
-    bootstrap: str,
-    topic: TopicSpec,
-    spec: DrainSpec,
-    max_acked: dict[int, int],
-    history: HistoryWriter,
-    pids: ProcessIds,
-    logger: Any = None,
-) -> DrainResult:
-    consumer = new_consumer(bootstrap, topic, "read_committed", logger)
+def drain(ctx: ClientContext, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
+    """Read `topic` to its end; the acknowledged offsets come from ctx.acks."""
+    history, pids = ctx.history, ctx.pids
+    max_acked = ctx.acks_for(topic.name).snapshot()
+    consumer = new_consumer(ctx, Lane.of(ctx, 0), topic, "read_committed")
     parts = list(range(topic.partitions))
     process = pids.next()
     t0 = time.monotonic()
@@ -49,30 +46,26 @@ def drain(
     total = 0
     try:
         while len(done) < len(parts) and time.monotonic() < deadline:
-            history.invoke(process, "poll", [{"op": "poll", "role": "drain"}])
+            history.invoke(process, "poll", [Poll(role="drain")])
             try:
                 msgs = consumer.consume(num_messages=1000, timeout=1.0)
             except Exception as e:  # any client error leaves this poll's result unknown
-                history.complete("info", process, "poll", [{"op": "poll", "role": "drain"}], str(e))
+                history.complete("info", process, "poll", [Poll(role="drain")], str(e))
                 process = pids.next()
                 continue
             records, at_end = records_of(msgs)
             for r in records:
-                at_end_since.pop(r["partition"], None)
-                next_offset[r["partition"]] = r["offset"] + 1
+                at_end_since.pop(r.partition, None)
+                next_offset[r.partition] = r.offset + 1
             # An end-of-partition event follows that partition's records in a batch.
             now = time.monotonic()
             for p in at_end:
                 at_end_since.setdefault(p, now)
             total += len(records)
-            done_micro: dict[str, Any] = {"op": "poll", "role": "drain", "records": records}
-            if at_end:
-                # Where each partition ended: with acks=0 no send knows its offset, so
-                # "read to the end and not found" is what makes a loss certain.
-                done_micro["at_end"] = [
-                    {"topic": topic.name, "partition": p, "offset": next_offset[p]}
-                    for p in sorted(set(at_end))
-                ]
+            # Where each partition ended: with acks=0 no send knows its offset, so
+            # "read to the end and not found" is what makes a loss certain.
+            ends = tuple(TopicOffset(topic.name, p, next_offset[p]) for p in sorted(set(at_end)))
+            done_micro = Poll(tuple(records), "drain", ends or None)
             history.complete("ok", process, "poll", [done_micro])
             now = time.monotonic()
             for p in parts:
@@ -83,7 +76,7 @@ def drain(
                 if reached or settled:
                     done.add(p)
     finally:
-        consumer.close()
+        close_within(consumer, f"drain of {topic.name}")
     summary = {
         p: {
             "max_acked_offset": max_acked.get(p),

@@ -20,18 +20,30 @@ Ops per worker process (each an invoke and a completion):
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import random
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-from harness.history import HistoryWriter
-from harness.spec import ConsumerSpec, TopicSpec
-from workloads.consumer import records_of
-from workloads.processes import ProcessIds
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.ops import (
+    Commit,
+    GroupOffsets,
+    MemberEvent,
+    MicroOp,
+    Poll,
+    Processed,
+    Rebalance,
+    Record,
+    TopicOffset,
+)
+from kafka_trial.workloads.base import ClientContext, Counters, Lane
+from kafka_trial.workloads.clients import close_within, leave_group
+from kafka_trial.workloads.consumer import records_of
+from kafka_trial.workloads.settings import ConsumerSpec
 
 # A commit rejected for these reasons certainly did not happen.
 _COMMIT_REJECTED = {
@@ -42,43 +54,42 @@ _COMMIT_REJECTED = {
 }
 
 
-def group_config(bootstrap: str, group_id: str, spec: ConsumerSpec) -> dict[str, Any]:
+def group_config(group_id: str, spec: ConsumerSpec) -> dict[str, Any]:
     return {
-        "bootstrap.servers": bootstrap,
         "group.id": group_id,
         "enable.auto.commit": spec.commit == "auto",
+        # Offsets are stored once the poll is in the history (GroupWorker.run), so an
+        # auto commit covers exactly the records the history says poll returned.
+        "enable.auto.offset.store": False,
         "auto.commit.interval.ms": 200,
         "auto.offset.reset": "earliest",
         "isolation.level": spec.isolation_level,
         "session.timeout.ms": spec.session_timeout_ms,
         "max.poll.interval.ms": spec.max_poll_interval_ms,
         "heartbeat.interval.ms": max(100, spec.session_timeout_ms // 5),
-        "log_level": 3,
     }
+
+
+def _next_offsets(records: list[Record]) -> dict[int, int]:
+    """Per partition, the offset after the last record: what a commit of them says."""
+    nxt: dict[int, int] = {}
+    for r in records:
+        nxt[r.partition] = max(nxt.get(r.partition, 0), r.offset + 1)
+    return nxt
 
 
 @dataclass
 class GroupWorker:
+    ctx: ClientContext
+    lane: Lane
     spec: ConsumerSpec
     topic: TopicSpec
-    bootstrap: str
-    history: HistoryWriter
-    pids: ProcessIds
-    stop: threading.Event
     group_id: str
-    seed: int
-    logger: Any = None
-    ops: int = 0
-    crashes: int = 0
-    leaves: int = 0
-    stalls: int = 0
+    counts: Counters = field(default_factory=Counters)
     _events: list[tuple[str, list[TopicPartition]]] = field(default_factory=list)
 
     def _new_consumer(self) -> Consumer:
-        conf = group_config(self.bootstrap, self.group_id, self.spec)
-        if self.logger is not None:
-            conf["logger"] = self.logger
-        c = Consumer(conf)
+        c = Consumer(self.ctx.client_config(self.lane, **group_config(self.group_id, self.spec)))
         events = self._events
 
         def note(kind: str):
@@ -95,80 +106,87 @@ class GroupWorker:
     def _flush_events(self, process: int) -> None:
         while self._events:
             kind, parts = self._events.pop(0)
-            value = [{"op": kind, "partitions": sorted(p.partition for p in parts)}]
-            self.history.invoke(process, kind, value)
-            self.history.complete("ok", process, kind, value)
+            event = Rebalance(kind, tuple(sorted(p.partition for p in parts)))  # type: ignore[arg-type]
+            self._record(process, kind, event)
 
-    def _record(self, process: int, f: str, value: list[dict[str, Any]]) -> None:
-        self.history.invoke(process, f, value)
-        self.history.complete("ok", process, f, value)
+    def _record(self, process: int, f: str, micro: MicroOp) -> None:
+        self.ctx.history.invoke(process, f, [micro])
+        self.ctx.history.complete("ok", process, f, [micro])
 
-    def _commit(self, c: Consumer, process: int, records: list[dict[str, Any]]) -> None:
-        nxt: dict[int, int] = {}
-        for r in records:
-            nxt[r["partition"]] = max(nxt.get(r["partition"], 0), r["offset"] + 1)
-        offsets = [
-            {"topic": self.topic.name, "partition": p, "offset": o} for p, o in sorted(nxt.items())
-        ]
-        self.history.invoke(process, "commit", [{"op": "commit", "offsets": offsets}])
+    def _commit(self, c: Consumer, process: int, records: list[Record]) -> None:
+        nxt = _next_offsets(records)
+        micro = [Commit(tuple(TopicOffset(self.topic.name, p, o) for p, o in sorted(nxt.items())))]
+        history = self.ctx.history
+        history.invoke(process, "commit", micro)
         try:
             c.commit(
                 offsets=[TopicPartition(self.topic.name, p, o) for p, o in nxt.items()],
                 asynchronous=False,
             )
-            self.history.complete("ok", process, "commit", [{"op": "commit", "offsets": offsets}])
+            history.complete("ok", process, "commit", micro)
         except KafkaException as e:
             err = e.args[0]
             t = "fail" if err.code() in _COMMIT_REJECTED else "info"
-            self.history.complete(
-                t, process, "commit", [{"op": "commit", "offsets": offsets}], err.name()
-            )
+            history.complete(t, process, "commit", micro, err.name())
+
+    def _close(self, c: Consumer, process: int) -> None:
+        what = f"group consumer {process}"
+        leave_group(c, what)
+        close_within(c, what)
+        self._flush_events(process)
+
+    def _store(self, c: Consumer, records: list[Record]) -> None:
+        nxt = _next_offsets(records)
+        # A partition revoked meanwhile fails: its next owner starts from the last commit.
+        with contextlib.suppress(KafkaException):
+            c.store_offsets(offsets=[TopicPartition(self.topic.name, p, o) for p, o in nxt.items()])
 
     def _crash(self, c: Consumer, process: int, point: str) -> int:
-        self._record(process, "crash", [{"op": "crash", "point": point}])
-        c.close()
-        self._flush_events(process)
-        self.crashes += 1
-        return self.pids.next()
+        self._record(process, "crash", MemberEvent("crash", point=point))
+        self._close(c, process)
+        self.counts.crashes += 1
+        return self.ctx.pids.next()
 
     def _leave_and_rejoin(self, c: Consumer, process: int) -> tuple[Consumer | None, int]:
-        self._record(process, "leave", [{"op": "leave"}])
-        c.close()
-        self._flush_events(process)
-        self.leaves += 1
-        if self.stop.wait(self.spec.rejoin_after_s):
+        self._record(process, "leave", MemberEvent("leave"))
+        self._close(c, process)
+        self.counts.leaves += 1
+        if self.ctx.stop.wait(self.spec.rejoin_after_s):
             return None, process
-        process = self.pids.next()
-        self._record(process, "join", [{"op": "join"}])
+        process = self.ctx.pids.next()
+        self._record(process, "join", MemberEvent("join"))
         return self._new_consumer(), process
 
     def _stall(self, process: int) -> None:
-        value = [{"op": "stall", "ms": int(self.spec.stall_s * 1000)}]
-        self.history.invoke(process, "stall", value)
+        value = [MemberEvent("stall", ms=int(self.spec.stall_s * 1000))]
+        self.ctx.history.invoke(process, "stall", value)
         # Not stop-aware on purpose: the point is to outlast max.poll.interval.ms.
         time.sleep(self.spec.stall_s)
-        self.history.complete("ok", process, "stall", value)
-        self.stalls += 1
+        self.ctx.history.complete("ok", process, "stall", value)
+        self.counts.stalls += 1
 
     def run(self) -> None:
-        rng = random.Random(self.seed)
-        process = self.pids.next()
+        rng = random.Random(self.lane.seed)
+        history = self.ctx.history
+        process = self.ctx.pids.next()
         c: Consumer | None = self._new_consumer()
         style, point = self.spec.commit, self.spec.crash_point
         try:
-            while c is not None and not self.stop.is_set():
-                self.history.invoke(process, "poll", [{"op": "poll"}])
+            while c is not None and not self.ctx.stop.is_set():
+                history.invoke(process, "poll", [Poll()])
                 try:
                     msgs = c.consume(num_messages=self.spec.batch, timeout=0.5)
                 except KafkaException as e:
-                    self.history.complete("info", process, "poll", [{"op": "poll"}], str(e))
+                    history.complete("info", process, "poll", [Poll()], str(e))
                     process = self._crash(c, process, "poll-error")
                     c = self._new_consumer()
                     continue
                 records, _ = records_of(msgs)
-                self.history.complete("ok", process, "poll", [{"op": "poll", "records": records}])
+                history.complete("ok", process, "poll", [Poll(tuple(records))])
+                if style == "auto" and records:
+                    self._store(c, records)
                 self._flush_events(process)
-                self.ops += 1
+                self.counts.ops += 1
                 if not records:
                     continue
                 crash = rng.random() < self.spec.crash_fraction
@@ -178,7 +196,7 @@ class GroupWorker:
                     process = self._crash(c, process, point)
                     c = self._new_consumer()
                     continue
-                self._record(process, "process", [{"op": "process", "records": records}])
+                self._record(process, "process", Processed(tuple(records)))
                 if crash and point == "before-commit":
                     process = self._crash(c, process, point)
                     c = self._new_consumer()
@@ -191,39 +209,28 @@ class GroupWorker:
                     c, process = self._leave_and_rejoin(c, process)
         finally:
             if c is not None:
-                c.close()
-                self._flush_events(process)
+                self._close(c, process)
 
 
 def record_group_offsets(
-    bootstrap: str,
-    topic: TopicSpec,
-    group_id: str,
-    spec: ConsumerSpec,
-    history: HistoryWriter,
-    pids: ProcessIds,
-    role: str = "consumer",
+    ctx: ClientContext, topic: TopicSpec, group_id: str, spec: ConsumerSpec, role: str
 ) -> None:
     """The group's committed offsets after the fault phase, as one op. `role` says
     whose group it is: the consumer group's, or the copier's."""
-    process = pids.next()
-    head = {"op": "group-offsets", "role": role, "group": group_id}
-    history.invoke(process, "group-offsets", [head])
-    c = Consumer(group_config(bootstrap, group_id, spec))
+    process = ctx.pids.next()
+    head = GroupOffsets(role, group_id)
+    ctx.history.invoke(process, "group-offsets", [head])
+    c = Consumer(ctx.client_config(Lane.of(ctx, 0), **group_config(group_id, spec)))
     try:
         got = c.committed(
             [TopicPartition(topic.name, p) for p in range(topic.partitions)], timeout=60
         )
-        offsets = [
-            {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "offset": tp.offset if tp.offset >= 0 else None,
-            }
-            for tp in got
-        ]
-        history.complete("ok", process, "group-offsets", [{**head, "offsets": offsets}])
+        offsets = tuple(
+            TopicOffset(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else None) for tp in got
+        )
+        done = dataclasses.replace(head, offsets=offsets)
+        ctx.history.complete("ok", process, "group-offsets", [done])
     except KafkaException as e:
-        history.complete("info", process, "group-offsets", [head], str(e))
+        ctx.history.complete("info", process, "group-offsets", [head], str(e))
     finally:
-        c.close()
+        close_within(c, f"group-offsets reader {process}")

@@ -14,37 +14,18 @@ duplicate (claim C9). Those micro-ops carry `"resend": true`.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-
-from harness.history import HistoryWriter
-from harness.spec import ProducerSpec, TopicSpec
-from workloads.outcomes import Outcome, classify
-from workloads.processes import ProcessIds, UniqueValues
-
-
-@dataclass
-class AckTracker:
-    """Highest acknowledged offset per partition: the final drain reads up to it."""
-
-    _max: dict[int, int] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    acked: int = 0
-
-    def record(self, partition: int, offset: int | None) -> None:
-        with self._lock:
-            self.acked += 1
-            if offset is not None and offset > self._max.get(partition, -1):
-                self._max[partition] = offset
-
-    def snapshot(self) -> dict[int, int]:
-        with self._lock:
-            return dict(self._max)
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.ops import Send
+from kafka_trial.workloads.base import AckTracker, ClientContext, Counters, Lane
+from kafka_trial.workloads.clients import abandon
+from kafka_trial.workloads.outcomes import Outcome, classify
+from kafka_trial.workloads.settings import ProducerSpec
 
 
 def _op_type(outcomes: list[Outcome]) -> Outcome:
@@ -57,87 +38,70 @@ def _op_type(outcomes: list[Outcome]) -> Outcome:
 
 @dataclass
 class ProducerWorker:
+    ctx: ClientContext
+    lane: Lane
     spec: ProducerSpec
     topic: TopicSpec
-    bootstrap: str
-    history: HistoryWriter
-    pids: ProcessIds
-    values: UniqueValues
-    acks: AckTracker
-    stop: threading.Event
-    logger: Any = None
-    extra_config: dict[str, Any] = field(default_factory=dict)  # e.g. librdkafka's mock cluster
-    seed: int = 0
-    ops: int = 0
-    crashes: int = 0
-    resent: int = 0
+    counts: Counters = field(default_factory=Counters)
+
+    @property
+    def acks(self) -> AckTracker:
+        return self.ctx.acks_for(self.topic.name)
 
     def _new_producer(self) -> Producer:
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap,
-            **self.spec.client_config(),
-            "log_level": 3,
-            **self.extra_config,
-        }
-        if self.logger is not None:
-            conf["logger"] = self.logger
-        return Producer(conf)
+        return Producer(self.ctx.client_config(self.lane, **self.spec.client_config()))
 
     def run(self) -> None:
-        process = self.pids.next()
+        process = self.ctx.pids.next()
         producer = self._new_producer()
         single_attempt = self.spec.retries == 0
         # librdkafka reports every message within delivery.timeout.ms; beyond that, unknown.
         wait_s = (self.spec.delivery_timeout_ms + self.spec.request_timeout_ms) / 1000 + 5
-        rng = random.Random(self.seed)
-        resend: list[dict[str, Any]] = []
+        rng = random.Random(self.lane.seed)
+        resend: list[Send] = []
         try:
-            while not self.stop.is_set():
+            while not self.ctx.stop.is_set():
                 crash = rng.random() < self.spec.crash_fraction
                 micro = resend or self._fresh_micro()
                 done = self._send_op(producer, process, micro, single_attempt, wait_s, crash, rng)
-                self.ops += 1
-                unknown = [m for m in done if m["outcome"] == "info"]
-                if crash or _op_type([m["outcome"] for m in done]) == "info":
+                self.counts.ops += 1
+                unknown = [m for m in done if m.outcome == "info"]
+                if crash or _op_type([m.outcome for m in done]) == "info":
                     # Jepsen's rule: an indeterminate op crashes the process; a new
                     # process with a new client session takes over.
-                    _abandon(producer)
-                    process = self.pids.next()
+                    abandon(producer)
+                    process = self.ctx.pids.next()
                     producer = self._new_producer()
                 resend = [
-                    {k: m[k] for k in ("op", "topic", "partition", "value")} | {"resend": True}
+                    Send(m.topic, m.partition, m.value, resend=True)
                     for m in unknown
                     if self.spec.resend_unacked
                 ]
-                self.resent += len(resend)
+                self.counts.resent += len(resend)
         finally:
-            _abandon(producer)
+            abandon(producer)
 
-    def _fresh_micro(self) -> list[dict[str, Any]]:
+    def _fresh_micro(self) -> list[Send]:
         keyed = self.spec.keyed
         return [
-            {
-                "op": "send",
-                "topic": self.topic.name,
-                # Keyed sends leave the choice to the partitioner: null until the report.
-                "partition": None if keyed else v % self.topic.partitions,
-                "value": v,
-            }
-            for v in self.values.take(self.spec.batch)
+            # Keyed sends leave the choice to the partitioner: null until the report.
+            Send(self.topic.name, None if keyed else v % self.topic.partitions, v)
+            for v in self.ctx.values.take(self.spec.batch)
         ]
 
     def _send_op(
         self,
         producer: Producer,
         process: int,
-        micro: list[dict[str, Any]],
+        micro: list[Send],
         single_attempt: bool,
         wait_s: float,
         crash: bool,
         rng: random.Random,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Send]:
         keyed = self.spec.keyed
-        self.history.invoke(process, "send", micro)
+        history = self.ctx.history
+        history.invoke(process, "send", micro)
         # Per value: (outcome, offset, error, partition the record went to).
         results: list[tuple[Outcome, int | None, str | None, int | None] | None]
         results = [None] * len(micro)
@@ -146,7 +110,7 @@ class ProducerWorker:
         def report(i: int) -> Callable[[KafkaError | None, Message], None]:
             def cb(err: KafkaError | None, msg: Message) -> None:
                 part = msg.partition()
-                part = part if part is not None and part >= 0 else micro[i]["partition"]
+                part = part if part is not None and part >= 0 else micro[i].partition
                 if err is None:
                     off = msg.offset()
                     # acks=0 gets no offset back: librdkafka reports -1 (OFFSET_INVALID).
@@ -159,20 +123,20 @@ class ProducerWorker:
             return cb
 
         for i, m in enumerate(micro):
-            kwargs: dict[str, Any] = {"value": str(m["value"]).encode(), "on_delivery": report(i)}
+            kwargs: dict[str, Any] = {"value": str(m.value).encode(), "on_delivery": report(i)}
             if keyed:
-                kwargs["key"] = str(m["value"]).encode()
-            if m["partition"] is not None:
+                kwargs["key"] = str(m.value).encode()
+            if m.partition is not None:
                 # A resent keyed value goes where its first send's report said.
-                kwargs["partition"] = m["partition"]
+                kwargs["partition"] = m.partition
             try:
-                producer.produce(m["topic"], **kwargs)
+                producer.produce(m.topic, **kwargs)
             except BufferError:
-                results[i] = ("fail", None, "_QUEUE_FULL", m["partition"])
+                results[i] = ("fail", None, "_QUEUE_FULL", m.partition)
                 pending[0] -= 1
             except KafkaException as e:
                 err = e.args[0]
-                results[i] = (classify(err.code(), True), None, err.name(), m["partition"])
+                results[i] = (classify(err.code(), True), None, err.name(), m.partition)
                 pending[0] -= 1
         # A crash comes somewhere inside the round trip: requests may be on the wire.
         deadline = time.monotonic() + (rng.uniform(0, 0.03) if crash else wait_s)
@@ -187,32 +151,22 @@ class ProducerWorker:
                 fatal = e.args[0].name()
                 break
         if crash:
-            self.crashes += 1
-        done: list[dict[str, Any]] = []
+            self.counts.crashes += 1
+        done: list[Send] = []
         errors: list[str] = []
         outcomes: list[Outcome] = []
         for m, r in zip(micro, results, strict=True):
             missing = "client crashed" if crash else fatal or "no delivery report"
             outcome, offset, error, part = (
-                r if r is not None else ("info", None, missing, m["partition"])
+                r if r is not None else ("info", None, missing, m.partition)
             )
             outcomes.append(outcome)
             if error and error not in errors:
                 errors.append(error)
-            if outcome == "ok" and part is not None:
-                self.acks.record(part, offset)
-            done.append({**m, "partition": part, "offset": offset, "outcome": outcome})
+            done.append(m.done(outcome, offset, part))
+        self.acks.record_sends(done)
         op_type = _op_type(outcomes)
-        self.history.complete(
+        history.complete(
             op_type, process, "send", done, ",".join(errors) if op_type != "ok" else None
         )
         return done
-
-
-def _abandon(producer: Producer) -> None:
-    """Drop a client as a crash would: nothing queued is waited for."""
-    try:
-        producer.purge(in_queue=True, in_flight=True)
-        producer.flush(0)
-    except (KafkaException, RuntimeError):
-        pass

@@ -19,39 +19,33 @@ open transaction; a read_uncommitted one does (`precommitted-read`).
 from __future__ import annotations
 
 import random
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-
-from harness.history import HistoryWriter
-from harness.log import log
-from harness.spec import ProducerSpec, TopicSpec
-from workloads.consumer import new_consumer, records_of
-from workloads.outcomes import Outcome
-from workloads.processes import ProcessIds, UniqueValues
-from workloads.producer import AckTracker, _abandon
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.ops import Poll, Record, Send
+from kafka_trial.workloads.base import ClientContext, Counters, Lane
+from kafka_trial.workloads.clients import (
+    abandon,
+    close_within,
+    transactional_producer,
+    transactional_sends,
+)
+from kafka_trial.workloads.consumer import new_consumer, records_of
+from kafka_trial.workloads.outcomes import Outcome
+from kafka_trial.workloads.settings import ProducerSpec
 
 
 @dataclass
 class TxnWorker:
+    ctx: ClientContext
+    lane: Lane
     spec: ProducerSpec
     topic: TopicSpec
-    bootstrap: str
-    history: HistoryWriter
-    pids: ProcessIds
-    values: UniqueValues
-    acks: AckTracker
-    stop: threading.Event
     transactional_id: str
-    seed: int
-    logger: Any = None
-    extra_config: dict[str, Any] = field(default_factory=dict)
     isolation_level: str = "read_committed"  # of the txn_poll reader
-    ops: int = 0
-    crashes: int = 0
+    counts: Counters = field(default_factory=Counters)
     _reading: set[int] = field(default_factory=set)  # partitions the txn_poll reader has
 
     @property
@@ -59,55 +53,42 @@ class TxnWorker:
         return self.spec.transaction_timeout_ms / 1000
 
     def _new_producer(self) -> Producer | None:
-        conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap,
+        conf = self.ctx.client_config(
+            self.lane,
             **self.spec.client_config(),
-            "transactional.id": self.transactional_id,
-            "transaction.timeout.ms": self.spec.transaction_timeout_ms,
-            "log_level": 3,
-            **self.extra_config,
-        }
-        if self.logger is not None:
-            conf["logger"] = self.logger
-        while not self.stop.is_set():
-            p = Producer(conf)
-            try:
-                p.init_transactions(self._timeout_s)
-                return p
-            except KafkaException as e:
-                log(f"init_transactions for {self.transactional_id} failed, retrying: {e}")
-                _abandon(p)
-                self.stop.wait(1)
-        return None
+            **{
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
+            },
+        )
+        return transactional_producer(conf, self.ctx.stop, self._timeout_s)
 
     def run(self) -> None:
-        rng = random.Random(self.seed)
-        process = self.pids.next()
+        rng = random.Random(self.lane.seed)
+        process = self.ctx.pids.next()
         producer = self._new_producer()
         reader = (
-            new_consumer(
-                self.bootstrap, self.topic, self.isolation_level, self.logger, assign=False
-            )
+            new_consumer(self.ctx, self.lane, self.topic, self.isolation_level, assign=False)
             if self.spec.txn_poll
             else None
         )
         try:
-            while producer is not None and not self.stop.is_set():
+            while producer is not None and not self.ctx.stop.is_set():
                 outcome = self._txn_op(producer, reader, process, rng)
-                self.ops += 1
+                self.counts.ops += 1
                 if outcome == "info":
-                    _abandon(producer)
-                    process = self.pids.next()
+                    abandon(producer)
+                    process = self.ctx.pids.next()
                     producer = self._new_producer()
         finally:
             if producer is not None:
-                _abandon(producer)
+                abandon(producer)
             if reader is not None:
-                reader.close()
+                close_within(reader, "txn reader")
 
     def _read_own(
         self, producer: Producer, reader: Consumer, offsets: list[int | None], parts: list[int]
-    ) -> list[dict[str, Any]]:
+    ) -> list[Record]:
         """Flush, then read each partition from where this transaction's sends landed,
         until past them or for half a second (read_committed never gets there)."""
         producer.flush(self._timeout_s)
@@ -130,16 +111,16 @@ class TxnWorker:
                 # Not fetching yet: start that partition over at the offset.
                 reader.incremental_unassign([TopicPartition(self.topic.name, p)])
                 reader.incremental_assign([tp])
-        records: list[dict[str, Any]] = []
+        records: list[Record] = []
         reached: set[int] = set()
         deadline = time.monotonic() + 0.5
         while time.monotonic() < deadline and len(reached) < len(span):
             got, _ = records_of(reader.consume(num_messages=500, timeout=0.05))
             for r in got:
-                if r["partition"] in span:
+                if r.partition in span:
                     records.append(r)
-                    if r["offset"] >= span[r["partition"]][1]:
-                        reached.add(r["partition"])
+                    if r.offset >= span[r.partition][1]:
+                        reached.add(r.partition)
         return records
 
     def _txn_op(
@@ -151,46 +132,31 @@ class TxnWorker:
     ) -> Outcome:
         n = self.topic.partitions
         parts = rng.sample(range(n), min(self.spec.txn_partitions, n))
-        micro = [
-            {"op": "send", "topic": self.topic.name, "partition": parts[i % len(parts)], "value": v}
-            for i, v in enumerate(self.values.take(self.spec.batch))
+        sends = [
+            Send(self.topic.name, parts[i % len(parts)], v)
+            for i, v in enumerate(self.ctx.values.take(self.spec.batch))
         ]
         abort = rng.random() < self.spec.abort_fraction
         crash = rng.random() < self.spec.crash_fraction
-        if reader is not None:
-            micro.append({"op": "poll"})
-        sends = [m for m in micro if m["op"] == "send"]
-        self.history.invoke(process, "txn", micro)
-        offsets: list[int | None] = [None] * len(sends)
-        read: list[dict[str, Any]] = []
-
-        def report(i: int):
-            def cb(err: KafkaError | None, msg: Message) -> None:
-                if err is None and msg.offset() is not None and msg.offset() >= 0:
-                    offsets[i] = msg.offset()
-
-            return cb
+        polls = [Poll()] if reader is not None else []
+        self.ctx.history.invoke(process, "txn", [*sends, *polls])
+        offsets, send_all = transactional_sends(sends)
+        read: list[Record] = []
 
         outcome: Outcome
         error: str | None = None
         try:
             producer.begin_transaction()
-            for i, m in enumerate(sends):
-                producer.produce(
-                    m["topic"],
-                    value=str(m["value"]).encode(),
-                    partition=m["partition"],
-                    on_delivery=report(i),
-                )
+            send_all(producer)
             if self.spec.txn_delay_ms:
-                self.stop.wait(self.spec.txn_delay_ms / 1000)
+                self.ctx.stop.wait(self.spec.txn_delay_ms / 1000)
             if reader is not None:
-                read = self._read_own(producer, reader, offsets, [m["partition"] for m in sends])
+                read = self._read_own(producer, reader, offsets, [m.partition for m in sends])
             if crash:
                 # Some sends may be in the log, in a transaction nobody ends: the next
                 # producer under this transactional.id aborts it when it fences us.
                 producer.poll(0)
-                self.crashes += 1
+                self.counts.crashes += 1
                 outcome, error = "info", "client crashed"
             elif abort:
                 # Send everything first, so the aborted records really reach the log
@@ -214,10 +180,8 @@ class TxnWorker:
         except BufferError:
             error, outcome = "_QUEUE_FULL", "info"
         producer.poll(0)
-        done = [{**m, "offset": offsets[i], "outcome": outcome} for i, m in enumerate(sends)]
-        if outcome == "ok":
-            for m in done:
-                self.acks.record(m["partition"], m["offset"])
-        polled = [{"op": "poll", "records": read}] if reader is not None else []
-        self.history.complete(outcome, process, "txn", done + polled, error)
+        done = [m.done(outcome, offsets[i], m.partition) for i, m in enumerate(sends)]
+        self.ctx.acks_for(self.topic.name).record_sends(done)
+        polled = [Poll(tuple(read))] if reader is not None else []
+        self.ctx.history.complete(outcome, process, "txn", [*done, *polled], error)
         return outcome

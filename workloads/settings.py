@@ -1,0 +1,133 @@
+"""Settings of the client workloads: producers, transactions, consumers, copiers, drain."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kafka_trial.contracts.settings import Frozen
+from pydantic import Field, model_validator
+
+
+class ProducerSpec(Frozen):
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = True
+    retries: int = Field(2147483647, ge=0)
+    max_in_flight: int = Field(5, ge=1)
+    delivery_timeout_ms: int = Field(30000, ge=1000)
+    request_timeout_ms: int = Field(5000, ge=100)
+    linger_ms: int = Field(5, ge=0)
+    batch_size: int = Field(16384, ge=1)
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    keyed: bool = Field(False, description="send with a key and let the default partitioner choose")
+    transactional: bool = Field(False, description="each op is one transaction (f=txn)")
+    txn_partitions: int = Field(3, ge=1, description="partitions each transaction writes")
+    abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
+    txn_delay_ms: int = Field(0, ge=0, description="pause inside each transaction")
+    transaction_timeout_ms: int = Field(60000, ge=1000)
+    workers: int = Field(3, ge=1, le=64)
+    batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
+    crash_fraction: float = Field(
+        0.0, ge=0, le=1, description="ops during which the client crashes, sends in flight"
+    )
+    resend_unacked: bool = Field(
+        False,
+        description="after a restart the application re-sends what its last op left "
+        "unknown (claim C9)",
+    )
+    txn_poll: bool = Field(
+        False, description="each transaction reads its own partitions before it ends"
+    )
+
+    @model_validator(mode="after")
+    def _idempotence_needs(self) -> ProducerSpec:
+        if self.transactional and not self.idempotence:
+            raise ValueError("transactions require idempotence; set producer.idempotence=true")
+        if self.transactional and self.delivery_timeout_ms > self.transaction_timeout_ms:
+            raise ValueError(
+                "delivery_timeout_ms must not exceed transaction_timeout_ms (librdkafka rule)"
+            )
+        if self.idempotence and self.acks != "all":
+            raise ValueError(
+                "idempotence requires acks=all; set producer.acks=all or idempotence=false"
+            )
+        if self.txn_poll and not self.transactional:
+            raise ValueError("txn_poll needs producer.transactional=true")
+        if self.idempotence and self.max_in_flight > 5:
+            raise ValueError(
+                "idempotence allows at most 5 in-flight requests; lower producer.max_in_flight"
+            )
+        return self
+
+    def client_config(self) -> dict[str, Any]:
+        return {
+            "acks": self.acks,
+            "enable.idempotence": self.idempotence,
+            "retries": self.retries,
+            "max.in.flight.requests.per.connection": self.max_in_flight,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "linger.ms": self.linger_ms,
+            "batch.size": self.batch_size,
+            "compression.type": self.compression_type,
+        }
+
+
+class ConsumerSpec(Frozen):
+    """Consumers that poll during the fault phase.
+
+    assign: every partition from the start, no group, no commits.
+    subscribe: one consumer group; each poll's records are "processed" (a history
+    op) and offsets committed in the chosen style; workers crash at the chosen point.
+    """
+
+    workers: int = Field(0, ge=0, le=32)
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    batch: int = Field(500, ge=1, le=100000, description="records per poll op at most")
+    mode: Literal["assign", "subscribe"] = "assign"
+    commit: Literal["auto", "after-process", "before-process"] = "after-process"
+    crash_fraction: float = Field(0.0, ge=0, le=1, description="polls followed by a crash")
+    crash_point: Literal["before-process", "before-commit"] = Field(
+        "before-process",
+        description="before-process: records polled (and, by style, committed) but not "
+        "processed; before-commit: processed but not committed",
+    )
+    session_timeout_ms: int = Field(10000, ge=1000)
+    max_poll_interval_ms: int = Field(300000, ge=1000)
+    leave_fraction: float = Field(
+        0.0, ge=0, le=1, description="polls after which the member leaves the group"
+    )
+    rejoin_after_s: float = Field(3.0, ge=0, description="how long a member stays away")
+    stall_fraction: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="processed polls followed by a stall past max.poll.interval.ms, "
+        "before the commit (claim C18)",
+    )
+
+    @model_validator(mode="after")
+    def _group_only(self) -> ConsumerSpec:
+        if self.mode == "assign" and (
+            self.crash_fraction or self.leave_fraction or self.stall_fraction
+        ):
+            raise ValueError("crashes, leaves and stalls need a group; set consumer.mode=subscribe")
+        if self.max_poll_interval_ms < self.session_timeout_ms:
+            raise ValueError("max_poll_interval_ms must be >= session_timeout_ms (librdkafka rule)")
+        return self
+
+    @property
+    def stall_s(self) -> float:
+        return self.max_poll_interval_ms / 1000 + 3
+
+
+class CopierSpec(Frozen):
+    """Consume-transform-produce copiers from the topic to TOPIC-out, exactly once."""
+
+    workers: int = Field(0, ge=0, le=8)
+    crash_fraction: float = Field(0.0, ge=0, le=1, description="copies that crash before commit")
+    batch: int = Field(50, ge=1, le=10000)
+
+
+class DrainSpec(Frozen):
+    timeout_s: float = Field(90.0, gt=0)
+    settle_s: float = Field(5.0, gt=0, description="stop a partition at its end after this")

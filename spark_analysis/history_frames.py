@@ -1,57 +1,53 @@
 """Read a history.jsonl into the DataFrames the checks share.
 
-`value` is polymorphic (micro-ops for clients, any JSON for the nemesis), so it
-is read as raw JSON text and parsed only where a client op needs it.
+The history is parsed once (read_json: each line of text into HISTORY_SCHEMA, and
+marked damaged unless it is an op whose micro-ops all converted), either straight
+from the JSON or from its columnar cache (columnar.py); `load` keeps those rows and
+builds every frame from them. `value` is polymorphic: micro-ops for client ops, any
+JSON for the nemesis, so only client ops' values are kept.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args, get_type_hints
 
+from kafka_trial.contracts.ops import MICRO_OPS as MICRO_OP_TYPES
+from kafka_trial.contracts.ops import OFFSET_FIELDS, RECORD_FIELDS, FieldKind, micro_op_fields
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
+    DataType,
     LongType,
     StringType,
     StructField,
     StructType,
 )
 
-RECORD = StructType(
-    [
-        StructField("topic", StringType()),
-        StructField("partition", LongType()),
-        StructField("offset", LongType()),
-        StructField("value", LongType()),
-    ]
-)
+_SCALARS = {"string": StringType(), "long": LongType(), "bool": BooleanType()}
 
-OFFSET = StructType(
-    [
-        StructField("topic", StringType()),
-        StructField("partition", LongType()),
-        StructField("offset", LongType()),
-    ]
-)
 
-MICRO_OPS = ArrayType(
-    StructType(
-        [
-            StructField("op", StringType()),
-            StructField("topic", StringType()),
-            StructField("partition", LongType()),
-            StructField("value", LongType()),
-            StructField("offset", LongType()),
-            StructField("outcome", StringType()),
-            StructField("records", ArrayType(RECORD)),
-            StructField("offsets", ArrayType(OFFSET)),
-            StructField("partitions", ArrayType(LongType())),
-            StructField("role", StringType()),
-            StructField("at_end", ArrayType(OFFSET)),
-        ]
-    )
-)
+def _struct(fields: dict[str, FieldKind]) -> StructType:
+    return StructType([StructField(name, _type(kind)) for name, kind in fields.items()])
+
+
+def _type(kind: FieldKind) -> DataType:
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "records":
+        return ArrayType(_struct(RECORD_FIELDS))
+    if kind == "offsets":
+        return ArrayType(_struct(OFFSET_FIELDS))
+    if kind == "longs":
+        return ArrayType(LongType())
+    raise ValueError(f"no Spark type for micro-op field kind {kind}")
+
+
+# Derived from the one definition of the history format (contracts/ops.py).
+MICRO_OPS = ArrayType(_struct(micro_op_fields()))
 
 # `value` is polymorphic: micro-ops for client ops, any JSON for the nemesis. Reading
 # it straight into the micro-op type parses each line once; a nemesis value that
@@ -72,23 +68,77 @@ HISTORY_SCHEMA = StructType(
 SEND_FS = ("send", "txn")
 GROUP_FS = ("process", "commit", "group-offsets", "assign", "revoke", "lost", "crash")
 READ_FS = ("poll", "txn")
+# The ops whose micro-ops the frames read: a damaged one would lose records silently.
+CLIENT_FS = (*SEND_FS, *READ_FS, *GROUP_FS)
+OP_TYPES = ("invoke", "ok", "fail", "info")
+REBALANCE_FS = ("assign", "revoke", "lost")
+
+
+def _micro_op_names() -> tuple[str, ...]:
+    """Every `op` a micro-op can carry, from the format's one definition."""
+    names: list[str] = []
+    for cls in MICRO_OP_TYPES:
+        op = getattr(cls, "op", None)
+        if isinstance(op, str):
+            names.append(op)
+        else:  # a property: the op is the value of the `kind` field
+            names.extend(get_args(get_type_hints(cls)["kind"]))
+    return tuple(names)
+
+
+MICRO_OP_NAMES = _micro_op_names()
+
+# The same line read leniently, `value` as its JSON text: a line that fails even this
+# is not a JSON object or its index or time is not an integer. Only lines whose value
+# does not fit the micro-ops (the nemesis's) are read again this way.
+_LINE_SCHEMA = StructType(
+    [
+        StructField("index", LongType()),
+        StructField("time", LongType()),
+        StructField("type", StringType()),
+        StructField("process", StringType()),
+        StructField("f", StringType()),
+        StructField("value", StringType()),
+        StructField("error", StringType()),
+        StructField("_corrupt", StringType()),
+    ]
+)
+_PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+_BAD_LINE_CHARS = 200
+
+# The parsed rows, what the columnar cache holds: HISTORY_SCHEMA's columns less the
+# corrupt text, plus whether the line is damaged and, if so, its start.
+PARSED_SCHEMA = StructType(
+    [
+        *[f for f in HISTORY_SCHEMA.fields if f.name != "_corrupt"],
+        StructField("damaged", BooleanType()),
+        StructField("bad_line", StringType()),
+    ]
+)
 
 
 @dataclass(frozen=True)
 class Frames:
     ops: DataFrame  # every parsed line, without `value`: index, time, type, process, f
-    damaged: int  # lines that are not JSON objects
+    damaged: int  # lines that are not ops (see mark_damaged), the cut-off last line too
     open_invokes: int  # invokes with no completion (the history was cut off)
     attempted: DataFrame  # value: every value any send invoked
     sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
     reads: DataFrame  # value, topic, partition, offset, index, process, rpos, role, f (ok ops)
     processed: DataFrame  # value, topic, partition, offset, index, process
     group_offsets: DataFrame  # role, topic, partition, committed (each group's final offsets)
-    rebalances: DataFrame  # process, index of each assign / revoke / lost event
+    # process, index, partitions (what it moved) of each ok assign / revoke / lost op
+    rebalances: DataFrame
     # value, topic, partition, offset, index, process, type: the records a txn op's poll
     # micro-op returned, whatever the op's outcome (reads holds only the ok ones)
     txn_polls: DataFrame
-    drain_ends: DataFrame  # topic, partition: partitions the final drain read to their end
+    drain_ends: DataFrame  # topic, partition, end_offset: where the final drain read to the end
+    drain_ran: bool  # some poll of the final drain completed
+    # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
+    damaged_examples: tuple[tuple[int | None, str], ...] = ()
+
+
+DAMAGED_EXAMPLES = 8
 
 
 def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
@@ -109,34 +159,130 @@ def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
     )
 
 
-def load(spark: SparkSession, path: str) -> Frames:
-    raw = (
-        spark.read.schema(HISTORY_SCHEMA)
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", "_corrupt")
-        .json(path)
+def _records(ops: DataFrame, op: str, keep: list[str], with_role: bool = False) -> DataFrame:
+    """One row per record inside the `op` micro-ops of `ops`: the record's fields, the
+    `keep` columns of its op, its position in the micro-op (`rpos`) and, if asked,
+    the micro-op's role."""
+    role = [F.col("m.role").alias("role")] if with_role else []
+    return (
+        ops.select(*keep, F.explode("micro").alias("m"))
+        .filter(F.col("m.op") == op)
+        .select(*keep, *role, F.posexplode("m.records").alias("rpos", "r"))
+        .select(
+            *[F.col(f"r.{name}").alias(name) for name in ("value", "topic", "partition", "offset")],
+            *keep[:2],
+            "rpos",
+            *(["role"] if with_role else []),
+            *keep[2:],
+        )
     )
-    client_fs = (*SEND_FS, *READ_FS, *GROUP_FS)
-    is_client = (F.col("process") != "nemesis") & F.col("f").isin(*client_fs)
-    # Damaged: not an op at all, or a client op whose micro-ops do not fit the format.
-    ok_line = (
+
+
+def mark_damaged(rows: DataFrame, line: Column | None = None) -> DataFrame:
+    """PARSED_SCHEMA rows from HISTORY_SCHEMA rows (and, if known, each row's text).
+
+    Every line is an op or damaged, never dropped silently. A field that does not
+    convert (a value beyond int64, an offset that is text) nulls only itself and marks
+    the line corrupt, so a client op would lose that record without a trace; the
+    nemesis's values never fit the micro-ops, so its lines count as damaged only when
+    they fail the lenient read too."""
+    is_client = (F.col("process") != "nemesis") & F.col("f").isin(*CLIENT_FS)
+    micro_ok = F.forall(
+        "value",
+        lambda m: (
+            m.isNotNull()
+            & m.op.isin(*MICRO_OP_NAMES)
+            & ~F.coalesce(F.exists(m.records, lambda r: r.isNull()), F.lit(False))
+        ),
+    )
+    client_ok = F.col("_corrupt").isNull() & F.coalesce(micro_ok, F.lit(False))
+    other_ok = F.when(F.col("_corrupt").isNull(), True).otherwise(
+        F.from_json("_corrupt", _LINE_SCHEMA, _PERMISSIVE)["_corrupt"].isNull()
+    )
+    ok = (
         F.col("index").isNotNull()
-        & F.col("type").isNotNull()
-        & ~(is_client & F.col("_corrupt").isNotNull())
+        & F.col("type").isin(*OP_TYPES)
+        & F.col("process").isNotNull()
+        & F.col("f").isNotNull()
+        & F.when(is_client, client_ok).otherwise(other_ok)
     )
-    parsed = raw.select(
+    if line is not None:
+        # The JSON reader stops after the first object: `{op} junk` and an op followed
+        # by the cut-off start of another would parse as the first op alone.
+        ok = ok & F.rtrim(line).endswith("}")
+    damaged = ~F.coalesce(ok, F.lit(False))
+    bad = F.substring(line if line is not None else F.col("_corrupt"), 1, _BAD_LINE_CHARS)
+    keep = [f.name for f in HISTORY_SCHEMA.fields if f.name != "_corrupt"]
+    return rows.select(
+        *keep, damaged.alias("damaged"), F.when(damaged, bad).alias("bad_line")
+    ).select(*[F.col(f.name).cast(f.dataType) for f in PARSED_SCHEMA.fields])
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """PARSED_SCHEMA rows of text lines (a DataFrame with one string column `value`,
+    as spark.read.text gives): one per line that is not blank."""
+    text = F.col("_line")
+    # `null` and other non-objects parse to nothing rather than to a corrupt row.
+    nothing = F.struct(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in HISTORY_SCHEMA.fields[:-1]],
+        text.alias("_corrupt"),
+    )
+    parsed = (
+        lines.select(F.col(lines.columns[0]).alias("_line"))
+        .filter(F.trim(text) != "")
+        .select(
+            F.coalesce(F.from_json(text, HISTORY_SCHEMA, _PERMISSIVE), nothing).alias("j"), text
+        )
+        .select("j.*", text)
+    )
+    return mark_damaged(parsed, text)
+
+
+def read_json(spark: SparkSession, path: str) -> DataFrame:
+    """The history's lines, parsed once into PARSED_SCHEMA's rows.
+
+    Read as text and then parsed, so every line is one row: the JSON reader turns a
+    line holding an array into one row per element, or none for `[]`."""
+    return parse_lines(spark.read.text(path))
+
+
+def line_is_damaged(spark: SparkSession, line: str) -> bool:
+    """Whether the analysis counts this one line as damaged (blank lines are no line)."""
+    rows = parse_lines(spark.createDataFrame([(line,)], "value string"))
+    return bool(rows.filter("damaged").limit(1).count())
+
+
+def load(spark: SparkSession, path: str, raw: DataFrame | None = None) -> Frames:
+    """The frames of the history at `path`, or of its parsed rows `raw`: PARSED_SCHEMA
+    rows (the columnar cache of it, see columnar.py) or HISTORY_SCHEMA rows."""
+    rows = read_json(spark, path) if raw is None else raw
+    if "damaged" not in rows.columns:
+        rows = mark_damaged(rows)
+    is_client = (F.col("process") != "nemesis") & F.col("f").isin(*CLIENT_FS)
+    # Parsed once: every frame below is built from these rows. Memory and disk, since
+    # a large history's rows need not fit the driver's heap.
+    parsed = rows.select(
         "index",
         "time",
         "type",
         "process",
         "f",
-        ok_line.alias("ok_line"),
-        F.when(is_client, F.col("value")).alias("micro"),
-    )
-    good = parsed.filter(F.col("ok_line"))
-    narrow = parsed.select("index", "time", "type", "process", "f", "ok_line").cache()
-    damaged = narrow.filter(~F.col("ok_line")).count()
-    ops = narrow.filter(F.col("ok_line")).drop("ok_line")
+        "damaged",
+        "bad_line",
+        F.when(is_client & ~F.col("damaged"), F.col("value")).alias("micro"),
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    damaged = parsed.filter(F.col("damaged")).count()
+    examples: tuple[tuple[int | None, str], ...] = ()
+    if damaged:
+        examples = tuple(
+            (r["index"], r["bad_line"])
+            for r in parsed.filter(F.col("damaged"))
+            .select("index", "bad_line")
+            .limit(DAMAGED_EXAMPLES)
+            .collect()
+        )
+    ok_rows = parsed.filter(~F.col("damaged"))
+    ops = ok_rows.select("index", "time", "type", "process", "f")
 
     # The op that completes an invoke is the next op of the same process; the window
     # runs over the narrow columns only.
@@ -150,7 +296,7 @@ def load(spark: SparkSession, path: str) -> Frames:
     )
     open_invokes = open_idx.count()
 
-    client = good.filter(F.col("micro").isNotNull())
+    client = ok_rows.filter(F.col("micro").isNotNull())
     invokes = client.filter((F.col("type") == "invoke") & F.col("f").isin(*SEND_FS))
     attempted = (
         invokes.select(F.explode("micro").alias("m"))
@@ -175,48 +321,21 @@ def load(spark: SparkSession, path: str) -> Frames:
 
     # Every record a poll micro-op returned, with the op's type and the poll's role
     # ("drain" for the final drain); only ok ops' records count as reads.
-    polled = (
-        completions.filter(F.col("f").isin(*READ_FS))
-        .select("index", "process", "f", "type", F.explode("micro").alias("m"))
-        .filter(F.col("m.op") == "poll")
-        .select(
-            "index",
-            "process",
-            "f",
-            "type",
-            F.col("m.role").alias("role"),
-            F.posexplode("m.records").alias("rpos", "r"),
-        )
-        .select(
-            F.col("r.value").alias("value"),
-            F.col("r.topic").alias("topic"),
-            F.col("r.partition").alias("partition"),
-            F.col("r.offset").alias("offset"),
-            "index",
-            "process",
-            "rpos",
-            "role",
-            "f",
-            "type",
-        )
+    polled = _records(
+        completions.filter(F.col("f").isin(*READ_FS)),
+        "poll",
+        ["index", "process", "f", "type"],
+        with_role=True,
     )
     reads = polled.filter(F.col("type") == "ok").drop("type").cache()
     txn_polls = polled.filter(F.col("f") == "txn").select(
         "value", "topic", "partition", "offset", "index", "process", "type"
     )
-    processed = (
-        completions.filter((F.col("type") == "ok") & (F.col("f") == "process"))
-        .select("index", "process", F.explode("micro").alias("m"))
-        .select("index", "process", F.explode("m.records").alias("r"))
-        .select(
-            F.col("r.value").alias("value"),
-            F.col("r.topic").alias("topic"),
-            F.col("r.partition").alias("partition"),
-            F.col("r.offset").alias("offset"),
-            "index",
-            "process",
-        )
-    )
+    processed = _records(
+        completions.filter((F.col("type") == "ok") & (F.col("f") == "process")),
+        "process",
+        ["index", "process"],
+    ).drop("rpos")
     group_offsets = (
         completions.filter((F.col("type") == "ok") & (F.col("f") == "group-offsets"))
         .select(F.explode("micro").alias("m"))
@@ -237,12 +356,29 @@ def load(spark: SparkSession, path: str) -> Frames:
         .select(F.explode("micro").alias("m"))
         .filter(F.col("m.role") == "drain")
         .select(F.explode("m.at_end").alias("e"))
-        .select(F.col("e.topic").alias("topic"), F.col("e.partition").alias("partition"))
-        .distinct()
+        .groupBy(F.col("e.topic").alias("topic"), F.col("e.partition").alias("partition"))
+        .agg(F.max("e.offset").alias("end_offset"))
+    )
+    drain_ran = (
+        completions.filter(F.col("f") == "poll")
+        .select(F.explode("micro").alias("m"))
+        .filter(F.col("m.role") == "drain")
+        .limit(1)
+        .count()
+        > 0
     )
     rebalances = completions.filter(
-        (F.col("type") == "ok") & F.col("f").isin("assign", "revoke", "lost")
-    ).select("process", "index")
+        (F.col("type") == "ok") & F.col("f").isin(*REBALANCE_FS)
+    ).select(
+        "process",
+        "index",
+        F.flatten(
+            F.transform(
+                F.filter("micro", lambda m: m.op.isin(*REBALANCE_FS)),
+                lambda m: F.coalesce(m.partitions, F.array().cast(ArrayType(LongType()))),
+            )
+        ).alias("partitions"),
+    )
     return Frames(
         ops,
         damaged,
@@ -255,4 +391,6 @@ def load(spark: SparkSession, path: str) -> Frames:
         rebalances,
         txn_polls,
         drain_ends,
+        drain_ran,
+        examples,
     )

@@ -6,6 +6,7 @@ Runs in-process with an embedded Spark (local[*]) or against a spark:// master;
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -13,77 +14,186 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkers.verdict import decide
-from harness.errors import TrialError
-from harness.spec import ANOMALY_TYPES, read_saved_spec
-from spark_analysis.history_frames import load
-from spark_analysis.queue_checks import run_checks, stats
-from spark_analysis.session import spark_session
+from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
+from kafka_trial.checkers.settings import CheckSpec
+from kafka_trial.checkers.verdict import decide
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.spark_analysis.columnar import parsed_rows
+from kafka_trial.spark_analysis.history_frames import line_is_damaged, load
+from kafka_trial.spark_analysis.queue_checks import run_checks, stats
+from kafka_trial.spark_analysis.session import spark_session
+from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
+from pydantic import ValidationError
+from pyspark.sql import SparkSession
+
+_CHUNK = 65536
 
 
-def last_line_state(path: Path) -> str:
-    """'ok', 'empty', or 'cut' when the final line was cut off mid-write."""
-    size = path.stat().st_size
-    if size == 0:
+def last_line(src: ByteRanges) -> tuple[bytes, bool] | None:
+    """The real last line that is not blank, however long, and whether a line end
+    follows it; None for a history of blank lines only."""
+    size = src.size()
+    end = size
+    # Trailing blank lines hold no op (the reader skips them): the line before counts.
+    while end > 0:
+        lo = max(0, end - _CHUNK)
+        chunk = src.read(lo, end - lo)
+        kept = chunk.rstrip(b" \r\n")
+        if kept:
+            end = lo + len(kept)
+            break
+        end = lo
+    if end == 0:
+        return None
+    start, pos = 0, end
+    while pos > 0:
+        lo = max(0, pos - _CHUNK)
+        chunk = src.read(lo, pos - lo)
+        nl = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if nl >= 0:
+            start = lo + nl + 1
+            break
+        pos = lo
+    tail = src.read(end, size - end)
+    return src.read(start, end - start), b"\n" in tail or b"\r" in tail
+
+
+def last_line_state(src: ByteRanges) -> str:
+    """'empty', 'ok', 'cut' when the real last line was cut off mid-write, or
+    'damaged' when it is whole (newline-terminated) but not an op.
+
+    The last line is found however long it is. One that parses is whole even if its
+    newline never made it; one that ends in a newline but does not parse was not cut
+    off, it is damaged like any other line."""
+    found = last_line(src)
+    if found is None:
         return "empty"
-    with path.open("rb") as fh:
-        fh.seek(max(0, size - 65536))
-        tail = fh.read()
-    if not tail.endswith(b"\n"):
-        return "cut"
-    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    line, terminated = found
     try:
-        json.loads(last)
-    except json.JSONDecodeError:
-        return "cut"
-    return "ok"
+        whole = isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        whole = False
+    if whole:
+        return "ok"
+    return "damaged" if terminated else "cut"
 
 
-def analyze(run_dir: Path, spark_master: str | None = None) -> dict[str, Any]:
+def read_check_settings(spec: Path | None, remote: HadoopFile | None = None) -> CheckSpec:
+    """The analysis reads only its own part of the run's one config object."""
+    if remote is not None and remote.exists():
+        text, where = remote.read(0, remote.size()).decode("utf-8", "replace"), remote.uri
+    elif spec is not None and spec.is_file():
+        text, where = spec.read_text(), str(spec)
+    else:
+        # A bare history (from another tool, or copied alone): defaults, nothing allowed.
+        return CheckSpec()
+    try:
+        data = json.loads(text)
+        return CheckSpec.model_validate(data.get("check") or {})
+    except (ValueError, ValidationError) as e:
+        first = str(e).splitlines()[0][:200]
+        raise TrialError(f"{where} has a bad check section: {first}", "restore spec.json") from None
+
+
+def analyze(
+    target: str | Path | HistorySource,
+    spark_master: str | None = None,
+    out_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Judge a history: a run directory, a history.jsonl, or a URI Spark reads.
+    results.json goes beside a local history, or to out_dir."""
     t0 = time.monotonic()
-    spec = read_saved_spec(run_dir)
-    path = (run_dir / "history.jsonl").resolve()
-    if not path.is_file():
-        raise TrialError(f"{path} not found", "run `kafka-trial run` first, or fix RUN_DIR")
-    tail = last_line_state(path)
-    master = spark_master or spec.check.spark_master
-    spark = spark_session(master)
+    src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
+    if out_dir is not None:
+        src = dataclasses.replace(src, out_dir=out_dir)
+    spark: SparkSession | None = None
+    if src.remote:
+        # A remote history's spec.json is only reachable through Spark.
+        spark = spark_session(spark_master or "local[*]")
+        spec_uri = src.uri.rsplit("/", 1)[0] + "/spec.json"
+        check = read_check_settings(None, HadoopFile(spark, spec_uri))
+        if spark_master is None and check.spark_master != "local[*]":
+            spark = None  # the run asked for a cluster: start the session there
+    else:
+        check = read_check_settings(src.spec)
+    master = spark_master or check.spark_master
+    spark = spark or spark_session(master)
+    ranges = src.ranges(spark)
+    if not ranges.exists():
+        raise TrialError(f"{src.uri} not found", "check the URI and that Spark can read it")
+    tail = last_line_state(ranges)
+    # Spark reuses cached data for an equal plan, and reading the same path again is
+    # an equal plan: a history that grew since an earlier analysis in this session
+    # (kafka-trial finish appends its drain) would be judged from the stale cache.
+    spark.catalog.clearCache()
     t_session = time.monotonic() - t0
-    fr = load(spark, path.as_uri())
+    use = None if src.local is None else parsed_rows(spark, src.local)
+    fr = load(spark, src.uri, use.rows if use else None)
+    cut = ""
+    if tail == "cut":
+        found = last_line(ranges)
+        cut = found[0].decode("utf-8", "replace") if found else ""
+        # Python's JSON and Spark's differ at the edges (single quotes, text after the
+        # object): the tolerance is exact only if the analysis counted this very line.
+        if not line_is_damaged(spark, cut):
+            tail, cut = "ok", ""
     problems: list[str] = []
     tolerated = 1 if tail == "cut" else 0
     if fr.damaged > tolerated:
+        inside = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
+        shown = "; ".join(
+            f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
+            for i, ln in inside[:3]
+        )
         problems.append(
             f"{fr.damaged - tolerated} damaged line(s) inside the history; "
-            "results cover only the lines that parse"
+            f"results cover only the lines that parse (e.g. {shown})"
         )
     anomalies = run_checks(fr)
     st = stats(fr)
-    verdict = decide(anomalies, spec.check.allowed, problems)
+    if anomalies["unseen"].get("count") and not fr.drain_ran:
+        # Never read, and no final read phase: late and lost look the same.
+        anomalies["unseen"]["undecided"] = "the final drain never ran"
+        problems.append(
+            "the final drain never ran (the run was cut off before it): values nobody read "
+            "are unseen, which proves nothing; rerun, or judge a run that finished"
+        )
+    if st["client_ops"] == 0:
+        # Nothing was sent or read: no anomaly is no evidence either.
+        problems.append("no client operations in the history: nothing was tested")
+    verdict = decide(anomalies, check.allowed, problems)
     results: dict[str, Any] = {
         "valid": verdict.pop("valid"),
-        "anomalies": {name: anomalies[name] for name in ANOMALY_TYPES},
+        "anomalies": {
+            name: {**anomalies[name], "definition": ANOMALIES[name].definition}
+            for name in ANOMALY_TYPES
+        },
         **verdict,
-        "allowed": list(spec.check.allowed),
+        "allowed": list(check.allowed),
         "stats": st,
         "history": {
-            "path": str(path),
+            "path": str(src.local) if src.local is not None else src.uri,
             "last_line": tail,
             "damaged_lines": fr.damaged,
+            "damaged_examples": [{"index": i, "line": line} for i, line in fr.damaged_examples],
             "open_invokes": fr.open_invokes,
         },
         "analysis": {
             "spark_master": master,
             "session_s": round(t_session, 3),
+            "cache": use.status if use else "remote",
+            "cache_found": use.found if use else "none",
             "total_s": round(time.monotonic() - t0, 3),
+            "results_file": str(src.out_dir / "results.json"),
         },
     }
-    tmp = run_dir / "results.json.tmp"
+    src.out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = src.out_dir / "results.json.tmp"
     tmp.write_text(json.dumps(results, indent=2, default=str))
-    os.replace(tmp, run_dir / "results.json")
+    os.replace(tmp, src.out_dir / "results.json")
     return results
 
 
 if __name__ == "__main__":
-    res = analyze(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None)
+    res = analyze(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
     print(json.dumps({"valid": res["valid"]}))

@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.spark_analysis.java import ensure_java
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from harness.engine import ensure_java
-from harness.errors import TrialError
-
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+
+
+def driver_log() -> Path:
+    """Where the embedded driver JVM writes its own output (it is no verdict)."""
+    default = Path(tempfile.gettempdir()) / f"kafka-trial-spark-{os.getuid()}.log"
+    return Path(os.environ.get("KAFKA_TRIAL_SPARK_LOG", default))
+
+
+@contextlib.contextmanager
+def _jvm_output_to(path: Path) -> Iterator[None]:
+    """The driver JVM inherits this process's stderr when it starts, and the JVM
+    launcher prints to it before any logging config applies (e.g. "Using incubator
+    modules"). While it starts, fd 2 is the log file; then it is the terminal again,
+    for this process only."""
+    if SparkContext._active_spark_context is not None:  # no JVM to start
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -> SparkSession:
@@ -26,12 +55,30 @@ def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -
         .config("spark.sql.shuffle.partitions", "8" if master.startswith("local") else "64")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        # The status store keeps every query's plan and per-task metrics for the UI
+        # even with the UI off (1,000 queries by default); a session that judges one
+        # history after another (the tests, finish, campaigns) filled its heap with
+        # them and spent most of its time in full GCs.
+        .config("spark.sql.ui.retainedExecutions", "8")
+        .config("spark.ui.retainedJobs", "32")
+        .config("spark.ui.retainedStages", "32")
+        .config("spark.ui.retainedTasks", "1000")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}")
         .config("spark.driver.memory", os.environ.get("KAFKA_TRIAL_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.sql.session.timeZone", "UTC")
+        # A window over one process's reads (the drain's are most of a history) is
+        # buffered whole and spills in many files; each spill reader's read-ahead
+        # buffers ran a 10M-line analysis out of its 2 GB heap. (The reader's buffer
+        # stays at its default: Spark refuses one below 1 MiB.)
+        .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
+        # Parquet compresses a history about 5x, so 128 MB splits of the columnar
+        # cache hold 5x the rows of the JSON's, and one cached partition of a 10M-line
+        # history no longer fit the heap when read back.
+        .config("spark.sql.files.maxPartitionBytes", "32m")
     )
     try:
-        spark = builder.getOrCreate()
+        with _jvm_output_to(driver_log()):
+            spark = builder.getOrCreate()
     except Exception as e:
         raise TrialError(
             f"could not start Spark with master {master}: {str(e).splitlines()[0][:200]}",

@@ -1,0 +1,68 @@
+"""Checks of consumer groups and the exactly-once copier (claims C11, C16-C19)."""
+
+from __future__ import annotations
+
+from kafka_trial.spark_analysis.shared_frames import TP, Plan, acked_sends, check
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+@check("group-missed")
+def group_missed(fr: Plan) -> DataFrame:
+    """An acknowledged value below the group's final committed offset that the
+    group's application never processed."""
+    return (
+        acked_sends(fr)
+        .filter(F.col("offset").isNotNull())
+        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .join(fr.processed.select("value").distinct(), "value", "left_anti")
+        .select("value", *TP, "offset", "committed")
+    )
+
+
+@check("group-redelivered")
+def group_redelivered(fr: Plan) -> DataFrame:
+    """A value the group's application processed more than once."""
+    return (
+        fr.processed.groupBy("value")
+        .agg(
+            F.countDistinct("index").alias("times"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+        )
+        .filter(F.col("times") > 1)
+    )
+
+
+def _copier_input(fr: Plan) -> DataFrame:
+    """Acknowledged input values the copier group committed past: each must appear
+    exactly once in the output, as -(v + 1)."""
+    return (
+        acked_sends(fr)
+        .filter((F.col("value") >= 0) & F.col("offset").isNotNull())
+        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "copier")), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .select("value", *TP, "offset", "committed")
+    )
+
+
+@check("eos-output-lost")
+def eos_output_lost(fr: Plan) -> DataFrame:
+    out = fr.reads.filter(F.col("value") < 0).select((-F.col("value") - 1).alias("value"))
+    return _copier_input(fr).join(out.distinct(), "value", "left_anti")
+
+
+@check("eos-output-duplicate")
+def eos_output_duplicate(fr: Plan) -> DataFrame:
+    out = (
+        fr.reads.filter(F.col("value") < 0)
+        .select((-F.col("value") - 1).alias("value"), *TP, "offset")
+        .distinct()
+        .groupBy("value")
+        .agg(
+            F.count("*").alias("copies"),
+            F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
+        )
+        .filter(F.col("copies") > 1)
+    )
+    return _copier_input(fr).select("value").join(out, "value")

@@ -1,0 +1,206 @@
+"""Checks of each consumer's position: polls that go backwards or skip known
+offsets, across ops and within one."""
+
+from __future__ import annotations
+
+from kafka_trial.spark_analysis.shared_frames import (
+    TP,
+    Plan,
+    acked_sends,
+    check,
+    rebalance_partitions,
+)
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+_REBALANCE_FS = ("assign", "revoke", "lost")
+
+
+def _rebalance_events(fr: Plan) -> DataFrame:
+    """One row per rebalance event and partition number it moved: process, partition,
+    `at` (the op from which the new assignment holds) and `exempt` (whether `at` is a
+    poll whose records of that partition are not judged).
+
+    The group workload records assign / revoke / lost after the poll during which the
+    client ran the callback, so an event that directly follows a poll of its process
+    belongs to that poll: the poll may return records from before and after the move,
+    so its records of the moved partitions are exempt (as Jepsen exempts a partition
+    whose assignment changed during the op) and the new assignment holds from that poll
+    on. Any other event (a close's revoke, after a crash or a leave) takes effect from
+    its own op on.
+
+    A rebalance names partition numbers without their topic: a group member reads one
+    topic. Partitions no event names stay judged."""
+    # The anchor of an event is the last op of its process before it that is not an
+    # event itself; only processes that have events need the window.
+    with_events = fr.rebalances.select("process").distinct()
+    ops = fr.ops.join(F.broadcast(with_events), "process")
+    by_time = (
+        Window.partitionBy("process").orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
+    )
+    not_event = ~F.col("f").isin(*_REBALANCE_FS)
+    anchor = F.last(F.when(not_event, F.struct("index", "f", "type")), ignorenulls=True).over(
+        by_time
+    )
+    anchored = ops.withColumn("anchor", anchor).select("process", "index", "anchor")
+    after_poll = (F.col("anchor.f") == "poll") & (F.col("anchor.type") == "ok")
+    return (
+        rebalance_partitions(fr)
+        .join(anchored, ["process", "index"])
+        .select(
+            "process",
+            "partition",
+            F.when(after_poll, F.col("anchor.index")).otherwise(F.col("index")).alias("at"),
+            F.coalesce(after_poll, F.lit(False)).alias("exempt"),
+        )
+    )
+
+
+def _consecutive_reads(fr: Plan) -> DataFrame:
+    """Each judged read paired with the previous read of the same process and
+    partition, within one assignment: a rebalance legitimately moves a consumer's
+    position. `prev_index` is the op of the previous read: equal to `index` within
+    one op. Only poll ops: a transaction's reads (the copier's, or a producer's
+    txn_poll, which seeks to its own sends on purpose) make no promise about position.
+    The records of a partition in the poll during which it moved are neither judged
+    nor a previous read: the history does not say which of them came before the move
+    and which after, so the new assignment's position is known from the next read on."""
+    reads = fr.reads.filter(F.col("f") == "poll").drop("f")
+    events = _rebalance_events(fr)
+    exempt = (
+        events.filter(F.col("exempt"))
+        .select("process", F.col("at").alias("index"), "partition")
+        .distinct()
+    )
+    kept = reads.join(
+        F.broadcast(exempt), ["process", "index", "partition"], "left_anti"
+    ).withColumn("event", F.lit(0))
+    # An event sorts before every record of its `at` op (rpos -1).
+    starts = events.select(
+        "process",
+        "partition",
+        F.col("at").alias("index"),
+        F.lit(-1).cast("long").alias("rpos"),
+        F.lit(1).alias("event"),
+    )
+    by_time = (
+        Window.partitionBy("process", "partition")
+        .orderBy("index", "rpos")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    epoch = (
+        kept.unionByName(starts, allowMissingColumns=True)
+        .withColumn("epoch", F.sum("event").over(by_time))
+        .filter(F.col("event") == 0)
+    )
+    w = Window.partitionBy("process", "epoch", *TP).orderBy("index", "rpos")
+    return (
+        epoch.withColumn("prev_offset", F.lag("offset").over(w))
+        .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_index", F.lag("index").over(w))
+        .filter(F.col("prev_offset").isNotNull())
+    )
+
+
+def _pairs(fr: Plan, within_op: bool) -> DataFrame:
+    """Consecutive reads whose previous read is in the same op, or in an earlier one."""
+    same_op = F.col("prev_index") == F.col("index")
+    return fr.shared("consecutive", lambda: _consecutive_reads(fr)).filter(
+        same_op if within_op else ~same_op
+    )
+
+
+@check("nonmonotonic-poll")
+def nonmonotonic_poll(fr: Plan) -> DataFrame:
+    """A consumer read an offset at or below one its previous read, in an earlier op,
+    had returned (no rebalance in assign mode; a replaced consumer has a new process id)."""
+    return (
+        _pairs(fr, within_op=False)
+        .filter(F.col("offset") <= F.col("prev_offset"))
+        .select(
+            "process", *TP, "prev_index", "prev_offset", "prev_value", "index", "offset", "value"
+        )
+    )
+
+
+@check("int-nonmonotonic-poll")
+def int_nonmonotonic_poll(fr: Plan) -> DataFrame:
+    """Within one op, a record of a partition at or below the one just before it."""
+    return (
+        _pairs(fr, within_op=True)
+        .filter(F.col("offset") <= F.col("prev_offset"))
+        .select("index", "process", *TP, "prev_offset", "prev_value", "offset", "value")
+    )
+
+
+# Gaps up to this many offsets are joined offset by offset.
+_LISTED_GAP = 10_000
+
+
+def _known_positions(fr: Plan) -> DataFrame:
+    """Every offset known to hold a record, with its value: the offsets of acknowledged
+    sends, and of every record any ok read returned (any process or role, the final
+    drain's included), as Jepsen knows positions from reads and acknowledged writes.
+    A position nobody read or acknowledged (a transaction marker, a write whose
+    outcome is unknown and nobody read) is no skip."""
+    acked = acked_sends(fr).filter(F.col("offset").isNotNull()).select(*TP, "offset", "value")
+    read = fr.reads.select(*TP, "offset", "value")
+    return acked.unionByName(read)
+
+
+def _skips(fr: Plan, within_op: bool) -> DataFrame:
+    """Consecutive reads that jumped over offsets known to hold a record:
+    `skipped_offsets`, and `skipped_values`, what they are known to hold (a record
+    whose value did not decode adds its offset, not a value)."""
+    keys = ["index", "process", *TP, "prev_offset", "offset"]
+    if not within_op:
+        keys.insert(0, "prev_index")
+    gaps = _pairs(fr, within_op).filter(F.col("offset") > F.col("prev_offset") + 1).select(*keys)
+    known = _known_positions(fr).select(
+        *TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value")
+    )
+    # A gap is usually one transaction marker: listing the offsets inside it keeps the
+    # join near the number of gaps, where a range join pairs every gap with every
+    # known offset of its partition. The few wide gaps (a reset, a damaged offset)
+    # would list too many: they take the range join.
+    wide = F.col("offset") - F.col("prev_offset") > _LISTED_GAP
+    listed = (
+        gaps.filter(~wide)
+        .select(
+            *keys,
+            F.explode(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias(
+                "skipped_offset"
+            ),
+        )
+        .join(known, [*TP, "skipped_offset"])
+    )
+    ranged = (
+        gaps.filter(wide)
+        .join(known, TP)
+        .filter(
+            (F.col("skipped_offset") > F.col("prev_offset"))
+            & (F.col("skipped_offset") < F.col("offset"))
+        )
+    )
+    return (
+        listed.unionByName(ranged)
+        .groupBy(*keys)
+        .agg(
+            F.sort_array(F.collect_set("skipped_value")).alias("skipped_values"),
+            F.sort_array(F.collect_set("skipped_offset")).alias("skipped_offsets"),
+        )
+    )
+
+
+@check("poll-skip")
+def poll_skip(fr: Plan) -> DataFrame:
+    """A consumer's read jumped, from its previous read in an earlier op, over an
+    offset known to hold a record (acknowledged, or read by anyone)."""
+    return _skips(fr, within_op=False)
+
+
+@check("int-poll-skip")
+def int_poll_skip(fr: Plan) -> DataFrame:
+    """Within one op, consecutive records of a partition jumped over an offset known
+    to hold a record (acknowledged, or read by anyone)."""
+    return _skips(fr, within_op=True)

@@ -1,13 +1,20 @@
-"""kafka-trial: run | analyze | report | heal | cleanup | images."""
+"""kafka-trial: run | analyze | finish | report | heal | cleanup | images."""
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.errors import TrialError
+from kafka_trial.checkers.anomalies import ANOMALY_TYPES
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.harness.presets import PRESETS
+from kafka_trial.nemesis.catalog import PACKAGES
+
+from kafka_trial import __version__
 
 
 def _overrides(a: argparse.Namespace) -> dict[str, Any]:
@@ -54,10 +61,10 @@ def _bool(s: str) -> bool:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from harness.presets import preset
-    from harness.report import render
-    from harness.runner import new_run_dir, run
-    from harness.spec import load_spec
+    from kafka_trial.harness.presets import preset
+    from kafka_trial.harness.report import render
+    from kafka_trial.harness.runner import new_run_dir, run
+    from kafka_trial.harness.spec import load_spec
 
     spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
     run_dir = new_run_dir(spec)
@@ -66,8 +73,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.no_analyze:
         print(f"run dir: {run_dir}")
         return 0
-    from checkers.verdict import exit_code
-    from spark_analysis.job import analyze
+    from kafka_trial.checkers.verdict import exit_code
+    from kafka_trial.spark_analysis.job import analyze
 
     results = analyze(run_dir, a.spark_master)
     print(render(results, run_dir))
@@ -75,13 +82,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
-    from checkers.verdict import exit_code
-    from harness.report import render
-    from spark_analysis.job import analyze
+    from kafka_trial.checkers.verdict import exit_code
+    from kafka_trial.harness.report import render
+    from kafka_trial.spark_analysis.job import analyze
 
-    run_dir = Path(a.run_dir)
-    results = analyze(run_dir, a.spark_master)
-    print(render(results, run_dir))
+    out = Path(a.out) if getattr(a, "out", None) else None
+    results = analyze(a.run_dir, a.spark_master, out_dir=out)
+    print(render(results, Path(a.run_dir)))
     print(
         f"analysis took {results['analysis']['total_s']:.1f}s "
         f"(spark session {results['analysis']['session_s']:.1f}s)"
@@ -89,9 +96,27 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     return exit_code(results["valid"])
 
 
+def _cmd_finish(a: argparse.Namespace) -> int:
+    from kafka_trial.harness.finish import finish_run
+    from kafka_trial.harness.runner import signals_interrupt
+
+    run_dir = Path(a.run_dir)
+    with signals_interrupt():
+        info = finish_run(run_dir, keep_cluster=a.keep_cluster)
+    done = info["finished_by"]
+    print(
+        f"finished {run_dir.name}: {done['ops_completed_info']} open ops completed info, "
+        f"drain complete: {info['drain']['complete']}"
+        + ("" if a.keep_cluster else "; cluster removed")
+    )
+    if a.no_analyze:
+        return 0
+    return _cmd_analyze(a)
+
+
 def _cmd_report(a: argparse.Namespace) -> int:
-    from checkers.verdict import exit_code
-    from harness.report import load_results, render
+    from kafka_trial.checkers.verdict import exit_code
+    from kafka_trial.harness.report import load_results, render
 
     run_dir = Path(a.run_dir)
     results = load_results(run_dir)
@@ -100,15 +125,15 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_heal(a: argparse.Namespace) -> int:
-    from harness.leftovers import heal_leftovers
+    from kafka_trial.cluster.leftovers import heal_leftovers
 
     print(heal_leftovers())
     return 0
 
 
 def _cmd_cleanup(a: argparse.Namespace) -> int:
-    from harness.cluster import remove_leftovers
-    from harness.engine import ensure_engine
+    from kafka_trial.cluster.engine import ensure_engine
+    from kafka_trial.cluster.leftovers import remove_leftovers
 
     n = remove_leftovers(ensure_engine(), force=a.all)
     print(f"removed {n} leftover containers, networks and volumes")
@@ -116,10 +141,10 @@ def _cmd_cleanup(a: argparse.Namespace) -> int:
 
 
 def _cmd_images(a: argparse.Namespace) -> int:
-    from harness.engine import ensure_engine
-    from harness.images import ensure_images
-    from harness.presets import preset
-    from harness.spec import load_spec
+    from kafka_trial.cluster.engine import ensure_engine
+    from kafka_trial.cluster.images import ensure_images
+    from kafka_trial.harness.presets import preset
+    from kafka_trial.harness.spec import load_spec
 
     spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
     imgs = ensure_images(ensure_engine(), spec.cluster)
@@ -131,7 +156,7 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="YAML or JSON run config")
     p.add_argument(
         "--preset",
-        help="a named configuration (harness/presets.py): safe, acks0, acks1, unclean, ...",
+        help=f"a named configuration: {', '.join(PRESETS)}",
     )
     p.add_argument("--name")
     p.add_argument("--seed", type=int)
@@ -148,8 +173,13 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retries", type=int)
     p.add_argument("--max-in-flight", type=int)
     p.add_argument("--workers", type=int)
-    p.add_argument("--nemesis", help="comma-separated packages, or none")
-    p.add_argument("--allow", help="comma-separated anomaly types that do not fail the run")
+    p.add_argument(
+        "--nemesis", help=f"comma-separated fault packages, or none: {', '.join(PACKAGES)}"
+    )
+    p.add_argument(
+        "--allow",
+        help=f"comma-separated anomaly types that do not fail the run: {', '.join(ANOMALY_TYPES)}",
+    )
     p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
 
 
@@ -163,15 +193,30 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kafka-trial", description=__doc__)
+    p.add_argument("--version", action="version", version=f"kafka-trial {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run a fault campaign and judge it")
     _spec_flags(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")
     r.set_defaults(fn=_cmd_run)
     an = sub.add_parser("analyze", help="check a stored run's history with Spark")
-    an.add_argument("run_dir")
-    an.add_argument("--spark-master")
+    an.add_argument(
+        "run_dir",
+        metavar="RUN_DIR|HISTORY|URI",
+        help="a run directory, a history.jsonl, or a URI Spark reads (hdfs://, s3a://)",
+    )
+    an.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    an.add_argument("--out", help="where results.json goes (default: beside the history)")
     an.set_defaults(fn=_cmd_analyze)
+    fi = sub.add_parser(
+        "finish",
+        help="run the final drain of a run that was cut off, on its still-running cluster",
+    )
+    fi.add_argument("run_dir")
+    fi.add_argument("--keep-cluster", action="store_true", help="do not remove it afterwards")
+    fi.add_argument("--no-analyze", action="store_true", help="stop after the drain")
+    fi.add_argument("--spark-master")
+    fi.set_defaults(fn=_cmd_finish)
     rp = sub.add_parser("report", help="print a stored run's verdict again")
     rp.add_argument("run_dir")
     rp.set_defaults(fn=_cmd_report)
@@ -187,6 +232,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `kill -USR1 PID` prints every thread's stack: where a run that seems stuck is.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     a = parser().parse_args(argv)
     try:
         return int(a.fn(a))

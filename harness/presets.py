@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.errors import TrialError
+from kafka_trial.contracts.errors import TrialError
 
 _RESET_CLIENT_LINKS = {
     "degrade": {
@@ -44,7 +44,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "producer": {"acks": "1", "idempotence": False},
         "nemesis": {"faults": ["kill-leader", "isolate-broker"]},
         "check": {
-            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+            "allowed": [
+                "lost-write",
+                "unseen",
+                "inconsistent-offsets",
+                "reorder",
+                "int-nonmonotonic-send",
+                "duplicate",
+            ]
         },
     },
     "min-isr-1": {
@@ -53,7 +60,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "producer": {"acks": "all", "idempotence": True},
         "nemesis": {"faults": ["unclean-failover"]},
         "check": {
-            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "vanished-read"]
+            "allowed": [
+                "lost-write",
+                "unseen",
+                "inconsistent-offsets",
+                "reorder",
+                "int-nonmonotonic-send",
+                "vanished-read",
+            ]
         },
     },
     "unclean": {
@@ -67,6 +81,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "unseen",
                 "inconsistent-offsets",
                 "reorder",
+                "int-nonmonotonic-send",
                 "duplicate",
                 "vanished-read",
             ]
@@ -82,7 +97,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "name": "inflight-reorder",
         "producer": {"acks": "all", "idempotence": False, "max_in_flight": 5},
         "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
-        "check": {"allowed": ["reorder", "duplicate"]},
+        "check": {"allowed": ["reorder", "int-nonmonotonic-send", "duplicate"]},
     },
     "idempotent-retries": {
         "name": "idempotent-retries",
@@ -122,7 +137,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "consumer": {"workers": 2, "isolation_level": "read_uncommitted"},
         "nemesis": {"faults": ["partition"], "topologies": ["isolate-leader"]},
         "check": {
-            "allowed": ["lost-write", "unseen", "inconsistent-offsets", "reorder", "duplicate"]
+            "allowed": [
+                "lost-write",
+                "unseen",
+                "inconsistent-offsets",
+                "reorder",
+                "int-nonmonotonic-send",
+                "duplicate",
+            ]
         },
     },
     "auto-commit": {

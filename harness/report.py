@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import TrialError
+from kafka_trial.contracts.errors import TrialError
 
 
 def render(results: dict[str, Any], run_dir: Path) -> str:
@@ -35,7 +35,8 @@ def render(results: dict[str, Any], run_dir: Path) -> str:
             lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for p in results.get("problems", []):
         lines.append(f"  problem: {p}")
-    lines.append(f"run dir: {run_dir}")
+    written = results.get("analysis", {}).get("results_file")
+    lines.append(f"results: {written or Path(run_dir) / 'results.json'}")
     return "\n".join(lines)
 
 

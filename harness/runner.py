@@ -14,29 +14,27 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from harness.cluster import Cluster
-from harness.engine import ensure_engine
-from harness.errors import TrialError
-from harness.history import HistoryWriter
-from harness.images import ensure_images
-from harness.log import log
-from harness.spec import RunSpec
-from harness.state_timeline import StateTimeline
-from nemesis.packages import build_packages
-from nemesis.recorder import NemesisRecorder
-from nemesis.runner import NemesisRunner
-from nemesis.schedule import schedule
-from workloads.drain import drain
-from workloads.fleet import build_fleet
-from workloads.group_consumer import record_group_offsets
-from workloads.processes import ProcessIds, UniqueValues
-from workloads.producer import AckTracker
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import ensure_images
+from kafka_trial.cluster.timeline import StateTimeline
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.contracts.log import guarded, log
+from kafka_trial.harness.spec import RunSpec
+from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.nemesis.runner import NemesisRunner
+from kafka_trial.nemesis.schedule import schedule
+from kafka_trial.workloads.base import ClientContext
+from kafka_trial.workloads.plan import plan_workloads
+from kafka_trial.workloads.session import WorkloadSession
 
 
 class Interrupted(KeyboardInterrupt):
@@ -123,15 +121,21 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
 
     history = HistoryWriter(run_dir / "history.jsonl")
     cluster = Cluster(client, spec.cluster, images)
-    logger = _client_logger(run_dir)
-    stop = threading.Event()  # clients
+    ctx = ClientContext(
+        history,
+        cluster.bootstrap_for,
+        seed=spec.seed,
+        run_id=cluster.run_id,
+        logger=_client_logger(run_dir),
+    )
+    session = WorkloadSession(
+        plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), ctx
+    )
     nemesis_stop = threading.Event()  # no new fault steps
     sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
-    threads: list[threading.Thread] = []
     observers: list[threading.Thread] = []
-    rec = NemesisRecorder(history)
-    nemesis: NemesisRunner | None = None
-    nemesis_thread: threading.Thread | None = None
+    faults = Nemesis(cluster, history, spec.nemesis, spec.topic.name)
+    nemesis = NemesisRunner(faults, steps, nemesis_stop)
     info: dict[str, Any] = {
         "kafka_version": images.kafka_version,
         "kafka_image": images.kafka,
@@ -144,10 +148,11 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
     try:
         with signals_interrupt():
             cluster.start()
+            # What `kafka-trial finish` needs to find this cluster if the run is killed.
+            (run_dir / "cluster.json").write_text(json.dumps(cluster.describe(), indent=1))
             cluster.await_registered(spec.cluster.startup_timeout_s)
-            sink = spec.topic.model_copy(update={"name": f"{spec.topic.name}-out"})
-            topics = [spec.topic, sink] if spec.copier.workers else [spec.topic]
-            for topic in topics:
+            # The producers write the run's topic, so it comes first.
+            for topic in session.topics():
                 cluster.create_topic(topic)
                 if not cluster.await_in_sync(topic.name, spec.cluster.startup_timeout_s):
                     raise TrialError(
@@ -160,33 +165,14 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
                 cluster, spec.topic.name, history, run_dir / "cluster-state.jsonl", sampling
             )
             observers.append(
-                threading.Thread(target=_guard(timeline.run), name="state-timeline", daemon=True)
+                threading.Thread(target=guarded(timeline.run), name="state-timeline", daemon=True)
             )
             observers[-1].start()
-            pids, values, acks = ProcessIds(), UniqueValues(), AckTracker()
-            sink_acks = AckTracker()
-            group_id = f"kafka-trial-group-{cluster.run_id}"
-            copier_group = f"kafka-trial-copier-{cluster.run_id}"
-            fleet = build_fleet(
-                spec,
-                cluster.bootstrap_for,
-                sink,
-                history,
-                (pids, values, acks, sink_acks),
-                stop,
-                {"run_id": cluster.run_id, "group": group_id, "copier_group": copier_group},
-                _guard,
-                logger,
-            )
-            threads.extend(fleet.threads)
-            packages = {p.name: p for p in build_packages(spec, cluster, rec)}
-            nemesis = NemesisRunner(cluster, rec, packages, steps, nemesis_stop)
             nemesis_thread = threading.Thread(
-                target=_guard(nemesis.run), name="nemesis", daemon=True
+                target=guarded(nemesis.run), name="nemesis", daemon=True
             )
             t_load = time.monotonic()
-            for th in threads:
-                th.start()
+            session.start()
             nemesis_thread.start()
             n_faults = sum(s.action == "fault" for s in steps)
             log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
@@ -196,73 +182,32 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             # shrink, but never forever), and the clients keep writing through it and
             # for a quiet spell after: what a fault did shows in what comes after it.
             nemesis_thread.join(spec.nemesis.fault_s + 180)
-            stop.wait(spec.nemesis.quiet_s)
-            stop.set()
-            wait_s = (spec.producer.delivery_timeout_ms + spec.producer.request_timeout_ms) / 1e3
-            for th in threads:
-                th.join(wait_s + 10)
+            ctx.stop.wait(spec.nemesis.quiet_s)
+            session.stop()
             load_s = time.monotonic() - t_load
             phase("fault_phase")
             health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
             healthy = bool(health.get("healthy"))
             phase("final_heal")
-            if spec.consumer.mode == "subscribe" and spec.consumer.workers:
-                record_group_offsets(
-                    cluster.bootstrap, spec.topic, group_id, spec.consumer, history, pids
-                )
-            if spec.copier.workers:
-                record_group_offsets(
-                    cluster.bootstrap,
-                    spec.topic,
-                    copier_group,
-                    spec.consumer,
-                    history,
-                    pids,
-                    role="copier",
-                )
             log("final drain")
-            result = drain(
-                cluster.bootstrap, spec.topic, spec.drain, acks.snapshot(), history, pids, logger
-            )
-            drain_complete = result.complete
-            info["drain"] = asdict(result)
-            if spec.copier.workers:
-                out = drain(
-                    cluster.bootstrap, sink, spec.drain, sink_acks.snapshot(), history, pids, logger
-                )
-                drain_complete = drain_complete and out.complete
-                info["drain_output"] = asdict(out)
+            summary = session.finish(spec.drain)
+            drain_complete = summary.complete
+            info.update(summary.to_dict())
             phase("drain")
-            ops = fleet.send_ops
-            ops_per_s = ops / load_s if load_s > 0 else 0.0
-            info["send_ops"] = ops
-            info["values_acked"] = acks.acked
-            info["client_events"] = fleet.events()
+            ops_per_s = summary.send_ops / load_s if load_s > 0 else 0.0
             info["faults"] = nemesis.faults_done
             info["history_ops"] = history.lines_written
             info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
     finally:
         with signals_deferred():
             nemesis_stop.set()
-            stop.set()
+            ctx.stop.set()
             sampling.set()
-            _finish(cluster, history, rec, run_dir, threads + observers)
+            _finish(cluster, history, faults.rec, run_dir, session.threads + observers)
             info["phases"] = phases
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
     return RunOutcome(run_dir, info.get("send_ops", 0), ops_per_s, phases, drain_complete, healthy)
-
-
-def _guard(fn: Any) -> Any:
-    """Worker threads never print a traceback over the verdict; the history has the truth."""
-
-    def inner() -> None:
-        try:
-            fn()
-        except Exception as e:
-            log(f"{threading.current_thread().name} stopped: {type(e).__name__}: {e}")
-
-    return inner
 
 
 def _finish(

@@ -1,0 +1,129 @@
+"""`kafka-trial finish RUN_DIR`: the final phase of a run that was cut off before it.
+
+A run killed during its fault phase (kill -9, a lost terminal, a CI timeout) leaves a
+history with no final drain: absence of reads proves nothing, so its verdict is
+`unknown`. While its cluster is still up, this heals it, runs the missing final phase
+(each workload's group offsets, then the drain of every topic written) and appends
+it to the same history, which turns the crashed run into a real verdict.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from kafka_trial.cluster.control import PartitionState
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.leftovers import heal_leftovers, remove_leftovers
+from kafka_trial.cluster.naming import LABEL_RUN
+from kafka_trial.cluster.observe import Observer
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.contracts.log import log
+from kafka_trial.harness.spec import read_saved_spec
+from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.workloads.base import ClientContext
+from kafka_trial.workloads.plan import plan_workloads
+from kafka_trial.workloads.processes import ProcessIds
+from kafka_trial.workloads.session import WorkloadSession
+
+REASON = "the run was cut off before this op completed (completed by kafka-trial finish)"
+
+
+def _read_json(path: Path, what: str, fix: str) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TrialError(f"{path} not found: {what}", fix) from None
+    except ValueError as e:
+        raise TrialError(f"{path} is not valid JSON ({e})", fix) from None
+
+
+def _acked_offsets(ctx: ClientContext, path: Path) -> None:
+    """What the drain aims for: the acknowledged offsets the history already holds."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                op = json.loads(raw)
+            except ValueError:
+                continue
+            if op.get("type") != "ok" or op.get("f") not in ("send", "txn"):
+                continue
+            for m in op.get("value") or []:
+                if isinstance(m, dict) and m.get("op") == "send" and m.get("outcome") == "ok":
+                    ctx.acks_for(m["topic"]).record(m.get("partition"), m.get("offset"))
+
+
+def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
+    """Heal the run's cluster, append the final phase to its history, write run.json's
+    drain keys, and (unless keep_cluster) remove the cluster. Returns the summary."""
+    spec = read_saved_spec(run_dir)
+    history_path = run_dir / "history.jsonl"
+    run_json = run_dir / "run.json"
+    info: dict[str, Any] = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    if "drain" in info:
+        raise TrialError(
+            f"{run_dir} already has its final drain",
+            f"nothing to finish: kafka-trial analyze {run_dir}",
+        )
+    described = _read_json(
+        run_dir / "cluster.json",
+        "the run stopped before its cluster started, so nothing was written",
+        "rerun it",
+    )
+    run_id = described["run_id"]
+    client = ensure_engine()
+    if not client.containers.list(all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}):
+        raise TrialError(
+            f"the cluster of {run_dir.name} (run {run_id}) is gone (`cleanup`, or the start of "
+            "a later run, removes the clusters of dead runs)",
+            "finish needs the run's own brokers; rerun the campaign instead",
+        )
+    history = HistoryWriter(history_path, resume=True)
+    point = history.resumed
+    assert point is not None
+    abandoned = history.abandon_open(REASON)
+    lanes: list[str] = described["bootstrap"]
+    ctx = ClientContext(
+        history,
+        lambda lane: lanes[lane % len(lanes)],
+        seed=spec.seed,
+        run_id=run_id,
+        pids=ProcessIds(itertools.count(point.max_process + 1)),
+    )
+    _acked_offsets(ctx, history_path)
+    finished = False
+    try:
+        rec = NemesisRecorder(history)
+        rec.do("heal-all", {"phase": "finish"}, lambda: {"healed": heal_leftovers(run_id)})
+        observe = Observer({}, spec.cluster.brokers, lambda: lanes[0])
+        session = WorkloadSession(
+            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), ctx
+        )
+        for topic in session.topics():
+            if not observe.await_in_sync(topic.name, spec.cluster.startup_timeout_s):
+                states: dict[int, PartitionState] = {}
+                try:
+                    states = observe.partitions(topic.name)
+                except Exception as e:  # the message below is what matters
+                    log(f"metadata of {topic.name}: {e}")
+                log(f"{topic.name} is not fully in sync after the heal ({states}); draining anyway")
+        log("final drain")
+        summary = session.finish(spec.drain)
+        finished = True
+    finally:
+        history.close()
+        # Cut off again: the cluster stays, so finish can be retried on it.
+        if finished and not keep_cluster:
+            remove_leftovers(client, run=run_id)
+    info.update(summary.to_dict())
+    info["finished_by"] = {
+        "command": "kafka-trial finish",
+        "resumed_at_index": point.next_index,
+        "ops_completed_info": abandoned,
+        "cut_line": point.cut_line,
+    }
+    run_json.write_text(json.dumps(info, indent=2, default=str))
+    return info

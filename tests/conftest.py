@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_analysis.session import spark_session
+    from kafka_trial.spark_analysis.session import spark_session
 
     s = spark_session("local[2]")
     yield s

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.history import HistoryWriter
-from harness.spec import RunSpec
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.harness.spec import RunSpec
 
 TOPIC = "t"
 
@@ -157,3 +157,22 @@ class Builder:
     def done(self) -> Path:
         self.h.close()
         return self.run_dir
+
+
+def rebalance(b: Builder, process: int, kind: str, partitions: list[int]) -> Builder:
+    """An assign / revoke / lost op, as GroupWorker._record writes it (invoke, ok)."""
+    return b.op(process, kind, {"op": kind, "partitions": partitions})
+
+
+def group_poll(
+    b: Builder,
+    process: int,
+    records: list[tuple[int | None, int, int]],
+    events: list[tuple[str, list[int]]] = (),  # type: ignore[assignment]
+) -> Builder:
+    """A group consumer's poll and the rebalance events that happened during it, in
+    the order the workload writes them: the poll's invoke and ok, then each event."""
+    b.poll(process, records)
+    for kind, partitions in events:
+        rebalance(b, process, kind, partitions)
+    return b

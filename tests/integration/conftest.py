@@ -7,23 +7,21 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import Images, ensure_images
+from kafka_trial.cluster.leftovers import owner_alive
+from kafka_trial.cluster.naming import CONTROLLER_PROXY_BASE, INTERNAL_PROXY_BASE, LABEL, LABEL_PID
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.harness.spec import RunSpec
+from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.nemesis.steps import Package
 
 import docker
-from harness.cluster import (
-    CONTROLLER_PROXY_BASE,
-    INTERNAL_PROXY_BASE,
-    LABEL,
-    LABEL_PID,
-    Cluster,
-    owner_alive,
-)
-from harness.engine import ensure_engine
-from harness.history import HistoryWriter
-from harness.images import Images, ensure_images
-from harness.spec import RunSpec
-from nemesis.recorder import NemesisRecorder
 
 # ApiVersions v0, correlation id 1, client id "kt": any Kafka listener answers it.
 API_VERSIONS = b"\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x01\x00\x02kt"
@@ -72,6 +70,25 @@ def rec(tmp_path) -> Iterator[NemesisRecorder]:
     h = HistoryWriter(tmp_path / "history.jsonl")
     yield NemesisRecorder(h)
     h.close()
+
+
+@dataclass
+class Bound:
+    """One package applied through a Nemesis: `fault(pick)` and `heal()` as a test
+    reads them; the nemesis records both in the fixture's history."""
+
+    package: Package
+    nemesis: Nemesis
+
+    def fault(self, pick: int) -> None:
+        self.nemesis.apply(self.package, pick)
+
+    def heal(self) -> None:
+        self.nemesis.heal()
+
+
+def bind(package: Package, cluster: Cluster, rec: NemesisRecorder) -> Bound:
+    return Bound(package, Nemesis(cluster, rec))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -130,8 +147,12 @@ def probe_client(port: int, timeout_s: float = 3, attempts: int = 3) -> bool:
 
 
 def containers_of(run_id: str) -> list[str]:
+    return containers_with_label(f"kafka-trial.run={run_id}")
+
+
+def containers_with_label(label: str = "kafka-trial") -> list[str]:
     out = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label=kafka-trial.run={run_id}"],
+        ["docker", "ps", "-aq", "--filter", f"label={label}"],
         capture_output=True,
         text=True,
         check=True,

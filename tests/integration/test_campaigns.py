@@ -5,17 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_trial.contracts.history import read_history
+from kafka_trial.spark_analysis.job import analyze
 
-from harness.history import read_history
-from harness.runner import new_run_dir, run
-from harness.spec import build_spec
-from spark_analysis.job import analyze
+from tests.integration.runs import run_in_child
 
 
 def _run(tmp_path: Path, data: dict) -> tuple[Path, dict]:
-    spec = build_spec({"runs_dir": str(tmp_path), **data})
-    run_dir = new_run_dir(spec)
-    run(spec, run_dir)
+    run_dir = run_in_child(tmp_path, data)
     return run_dir, analyze(run_dir)
 
 
@@ -115,8 +112,8 @@ def test_transactions_aborts_visible_only_to_read_uncommitted(
 
 
 def _preset_run(tmp_path: Path, name: str, extra: dict) -> tuple[Path, dict]:
-    from harness.presets import preset
-    from harness.spec import _merge
+    from kafka_trial.harness.presets import preset
+    from kafka_trial.harness.spec import _merge
 
     return _run(tmp_path, _merge(preset(name), extra))
 

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kafka_trial.contracts.history import read_history
+from kafka_trial.contracts.ops import Op
+from kafka_trial.harness.presets import PRESETS, preset
+from kafka_trial.harness.spec import _merge
+from kafka_trial.spark_analysis.job import analyze
 
-from harness.history import Op, read_history
-from harness.presets import PRESETS, preset
-from harness.runner import new_run_dir, run
-from harness.spec import _merge, build_spec
-from spark_analysis.job import analyze
+from tests.integration.runs import run_in_child
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,7 @@ FAULT_FS = ("kill", "stop", "pause", "bounce", "partition", "degrade", "wipe", "
 
 
 def _run(tmp_path: Path, data: dict) -> tuple[list[Op], dict]:
-    spec = build_spec({"runs_dir": str(tmp_path), **data})
-    run_dir = new_run_dir(spec)
-    run(spec, run_dir)
+    run_dir = run_in_child(tmp_path, data)
     return read_history(run_dir / "history.jsonl").ops, analyze(run_dir)
 
 

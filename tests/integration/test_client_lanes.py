@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import Images
+from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.harness.spec import build_spec
+from kafka_trial.nemesis.packages import ClientPartition
+from kafka_trial.nemesis.recorder import NemesisRecorder
 
 import docker
-from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.images import Images
-from harness.spec import build_spec
-from nemesis.packages import ClientPartition
-from nemesis.recorder import NemesisRecorder
-from tests.integration.conftest import probe_client
+from tests.integration.conftest import bind, probe_client
 
 
 def test_client_lanes(engine: docker.DockerClient, images: Images, tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_client_lanes(engine: docker.DockerClient, images: Images, tmp_path: Pat
             assert {b.id: b.port for b in md.brokers.values()} == {
                 j: b.client_ports[lane] for j, b in c.brokers.items()
             }
-        pkg = ClientPartition(c, rec, spec.topic.name, 0, ("random",), "reject", scope="one")
+        pkg = bind(ClientPartition(spec.topic.name, 0, ("random",), "reject", scope="one"), c, rec)
         pkg.fault(pick=1)  # lane 1
         done = read_history(rec.history.path).ops[-1].value
         (hit,) = done["brokers"]

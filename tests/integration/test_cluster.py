@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.contracts.history import read_history
+from kafka_trial.harness.spec import RunSpec
+from kafka_trial.nemesis.packages import PartitionFault, ProcessFault
 
-from harness.cluster import Cluster
-from harness.history import read_history
-from harness.spec import RunSpec
-from nemesis.packages import PartitionFault, ProcessFault
-from tests.integration.conftest import probe, probe_client
+from tests.integration.conftest import bind, probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
@@ -53,7 +53,7 @@ def test_one_directed_link_is_cut_alone(cluster: Cluster, mode: str) -> None:
 
 
 def test_isolate_broker_cuts_it_off_and_heal_restores(cluster: Cluster, rec) -> None:
-    pkg = PartitionFault(cluster, rec, TOPIC, 0, ("isolate-random",))
+    pkg = bind(PartitionFault(TOPIC, 0, ("isolate-random",)), cluster, rec)
     pkg.fault(pick=0)
     try:
         (target,) = read_history(rec.history.path).ops[1].value["isolated"]
@@ -93,7 +93,7 @@ def test_client_link_cut_blocks_only_that_broker(cluster: Cluster) -> None:
 def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -> None:
     old = cluster.leader_of(TOPIC, 0)
     assert old is not None
-    pkg = ProcessFault("kill", cluster, rec, TOPIC, 0, ("leader",))
+    pkg = bind(ProcessFault("kill", TOPIC, 0, ("leader",)), cluster, rec)
     pkg.fault(pick=0)
     try:
         assert cluster.brokers[old].status() == "exited"

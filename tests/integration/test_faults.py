@@ -6,14 +6,15 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.toxiproxy import Toxic
+from kafka_trial.contracts.history import read_history
+from kafka_trial.harness.spec import RunSpec
+from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
+from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
+from kafka_trial.nemesis.recorder import NemesisRecorder
 
-from harness.cluster import Cluster
-from harness.history import read_history
-from harness.spec import PARTITION_TOPOLOGIES, RunSpec
-from harness.toxiproxy import Toxic
-from nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
-from nemesis.recorder import NemesisRecorder
-from tests.integration.conftest import probe, probe_client
+from tests.integration.conftest import bind, probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
@@ -50,7 +51,7 @@ def wait_for(cond, timeout_s: float) -> bool:
 
 @pytest.mark.parametrize("topology", PARTITION_TOPOLOGIES)
 def test_partition_topology_matches_its_grudge(cluster: Cluster, rec, topology: str) -> None:
-    pkg = PartitionFault(cluster, rec, TOPIC, 0, (topology,))
+    pkg = bind(PartitionFault(TOPIC, 0, (topology,)), cluster, rec)
     pkg.fault(pick=7)
     value = last_ok(rec)
     grudge = {int(k): set(v) for k, v in value["grudge"].items()}
@@ -83,7 +84,7 @@ def test_partition_topology_matches_its_grudge(cluster: Cluster, rec, topology: 
 def test_isolate_controller_hits_the_active_controller(cluster: Cluster, rec) -> None:
     controller = cluster.active_controller()
     assert controller in cluster.node_ids
-    pkg = PartitionFault(cluster, rec, TOPIC, 0, ("isolate-controller",))
+    pkg = bind(PartitionFault(TOPIC, 0, ("isolate-controller",)), cluster, rec)
     pkg.fault(pick=1)
     try:
         grudge = last_ok(rec)["grudge"]
@@ -98,7 +99,7 @@ def test_isolate_controller_hits_the_active_controller(cluster: Cluster, rec) ->
 @pytest.mark.parametrize("kind", ["kill", "stop", "pause"])
 def test_process_fault_on_leader_moves_leadership(cluster: Cluster, rec, kind: str) -> None:
     old = cluster.leader_of(TOPIC, 0)
-    pkg = ProcessFault(kind, cluster, rec, TOPIC, 0, ("leader",))
+    pkg = bind(ProcessFault(kind, TOPIC, 0, ("leader",)), cluster, rec)
     pkg.fault(pick=0)
     try:
         assert last_ok(rec)["brokers"] == [old]
@@ -114,7 +115,7 @@ def test_process_fault_on_leader_moves_leadership(cluster: Cluster, rec, kind: s
 
 
 def test_bounce_restarts_at_once(cluster: Cluster, rec) -> None:
-    pkg = ProcessFault("bounce", cluster, rec, TOPIC, 0, ("random",))
+    pkg = bind(ProcessFault("bounce", TOPIC, 0, ("random",)), cluster, rec)
     before = {j: b.container.attrs["State"]["StartedAt"] for j, b in cluster.brokers.items()}
     pkg.fault(pick=3)
     (hit,) = last_ok(rec)["brokers"]
@@ -126,7 +127,7 @@ def test_bounce_restarts_at_once(cluster: Cluster, rec) -> None:
 
 
 def test_kill_controller_elects_another(cluster: Cluster, rec) -> None:
-    pkg = ProcessFault("kill", cluster, rec, TOPIC, 0, ("controller",))
+    pkg = bind(ProcessFault("kill", TOPIC, 0, ("controller",)), cluster, rec)
     pkg.fault(pick=0)
     (old,) = last_ok(rec)["brokers"]
     try:
@@ -138,7 +139,7 @@ def test_kill_controller_elects_another(cluster: Cluster, rec) -> None:
 
 @pytest.mark.parametrize("role", ["minority", "majority", "all", "followers"])
 def test_client_partition_by_role(cluster: Cluster, rec, role: str) -> None:
-    pkg = ClientPartition(cluster, rec, TOPIC, 0, (role,), mode="reject")
+    pkg = bind(ClientPartition(TOPIC, 0, (role,), mode="reject"), cluster, rec)
     pkg.fault(pick=2)
     hit = set(last_ok(rec)["brokers"])
     expected = {"minority": 1, "majority": 2, "all": 3, "followers": 2}[role]
@@ -154,7 +155,7 @@ def test_client_partition_by_role(cluster: Cluster, rec, role: str) -> None:
 
 def test_latency_toxic_on_client_link(cluster: Cluster, rec) -> None:
     toxic = Toxic("kt-latency", "latency", "downstream", {"latency": 1500, "jitter": 0})
-    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg = bind(Degrade(TOPIC, 0, toxic, "client", ("random",)), cluster, rec)
     pkg.fault(pick=0)
     (hit,) = last_ok(rec)["brokers"]
     try:
@@ -174,7 +175,7 @@ def test_latency_toxic_on_client_link(cluster: Cluster, rec) -> None:
 )
 def test_breaking_toxics_on_client_link(cluster: Cluster, rec, kind: str, attrs: dict) -> None:
     toxic = Toxic(f"kt-{kind}", kind, "downstream", attrs)
-    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg = bind(Degrade(TOPIC, 0, toxic, "client", ("random",)), cluster, rec)
     pkg.fault(pick=5)
     (hit,) = last_ok(rec)["brokers"]
     try:
@@ -189,7 +190,7 @@ def test_slow_follower_leaves_isr_and_rejoins(cluster: Cluster, rec) -> None:
     """Claim C15: a follower whose fetches lag past replica.lag.time.max.ms leaves the
     ISR, and rejoins once its link is fast again."""
     toxic = Toxic("kt-latency", "latency", "upstream", {"latency": 20000, "jitter": 0})
-    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "follower-replication", ("random",))
+    pkg = bind(Degrade(TOPIC, 0, toxic, "follower-replication", ("random",)), cluster, rec)
     # A follower only lags when there is something to fetch: keep writing.
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1"})
 
@@ -212,11 +213,11 @@ def test_slow_follower_leaves_isr_and_rejoins(cluster: Cluster, rec) -> None:
 
 
 def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> None:
-    from nemesis.packages import WipeData
+    from kafka_trial.nemesis.packages import WipeData
 
     for b in cluster.brokers.values():
         assert b.container.exec_run(["touch", "/var/lib/kafka/data/kt-marker"]).exit_code == 0
-    pkg = WipeData(cluster, rec, TOPIC, 0, ("random",))
+    pkg = bind(WipeData(TOPIC, 0, ("random",)), cluster, rec)
     pkg.fault(pick=4)
     (hit,) = last_ok(rec)["brokers"]
     marker = ["test", "-e", "/var/lib/kafka/data/kt-marker"]
@@ -238,7 +239,7 @@ def test_slowing_toxics_on_client_link(
     cluster: Cluster, rec, kind: str, attrs: dict, min_s: float
 ) -> None:
     toxic = Toxic(f"kt-{kind}", kind, "downstream", attrs)
-    pkg = Degrade(cluster, rec, TOPIC, 0, toxic, "client", ("random",))
+    pkg = bind(Degrade(TOPIC, 0, toxic, "client", ("random",)), cluster, rec)
     pkg.fault(pick=6)
     (hit,) = last_ok(rec)["brokers"]
     port = cluster.brokers[hit].client_port

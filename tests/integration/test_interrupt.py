@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness.cluster import LABEL
-from harness.engine import ensure_engine
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.naming import LABEL
 
 RUN_UNTIL_FAULT = [
     sys.executable,
     "-m",
-    "harness.cli",
+    "kafka_trial.harness.cli",
     "run",
     "--duration",
     "120",
@@ -83,8 +82,8 @@ def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) 
 
 
 def _proxy_clients() -> list:
-    from harness.cluster import API_PORT, LABEL_ROLE
-    from harness.toxiproxy import ToxiproxyClient
+    from kafka_trial.cluster.naming import API_PORT, LABEL_ROLE
+    from kafka_trial.cluster.toxiproxy import ToxiproxyClient
 
     out = []
     for c in ensure_engine().containers.list(filters={"label": [LABEL]}):
@@ -108,7 +107,7 @@ def test_sigkill_mid_fault_then_heal_and_cleanup(tmp_path: Path, images) -> None
     proc.kill()
     proc.wait(30)
     assert _faults_in_place() > 0, "the crash should have left the partition in place"
-    cli = [sys.executable, "-m", "harness.cli"]
+    cli = [sys.executable, "-m", "kafka_trial"]
     r = subprocess.run([*cli, "heal"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "3 proxies reset" in r.stdout
@@ -120,6 +119,6 @@ def test_sigkill_mid_fault_then_heal_and_cleanup(tmp_path: Path, images) -> None
     assert client.volumes.list(filters={"label": [LABEL]}) == []
     # The history written before the crash is intact up to its last complete line.
     (run_dir,) = list(tmp_path.iterdir())
-    from harness.history import read_history
+    from kafka_trial.contracts.history import read_history
 
     assert any(o.f == "partition" for o in read_history(run_dir / "history.jsonl").ops)

@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from harness.cluster import LABEL
-from harness.engine import ensure_engine
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.naming import LABEL
 
 
 def _run(tmp_path: Path, config: dict) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({"runs_dir": str(tmp_path / "runs"), "duration_s": 5, **config}))
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "-c", str(cfg), "--no-analyze"],
+        [sys.executable, "-m", "kafka_trial", "run", "-c", str(cfg), "--no-analyze"],
         capture_output=True,
         text=True,
         timeout=400,

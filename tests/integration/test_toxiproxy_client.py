@@ -8,11 +8,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
-from harness.cluster import CUT_TOXICS, Link
-from harness.images import toxiproxy_binary
-from harness.spec import ClusterSpec
-from harness.toxiproxy import Toxic, ToxiproxyClient, ToxiproxyError
+from kafka_trial.cluster.images import toxiproxy_binary
+from kafka_trial.cluster.links import Link
+from kafka_trial.cluster.naming import CUT_TOXICS
+from kafka_trial.cluster.settings import ClusterSpec
+from kafka_trial.cluster.toxiproxy import Toxic, ToxiproxyClient, ToxiproxyError
 
 
 def _free_port() -> int:

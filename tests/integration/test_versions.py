@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import ensure_images
+from kafka_trial.harness.spec import build_spec
 
 import docker
-from harness.cluster import Cluster
-from harness.images import ensure_images
-from harness.spec import build_spec
 
 
 @pytest.mark.slow

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_trial.spark_analysis.job import analyze
 
-from spark_analysis.job import analyze
 from tests.histories import Builder
 
 
@@ -186,9 +186,28 @@ def test_damage_inside_history_is_unknown(spark, tmp_path: Path) -> None:
     assert res["problems"]
 
 
-@pytest.mark.parametrize("bad", ["not-a-dir"])
-def test_missing_run_dir_is_a_clear_error(tmp_path: Path, bad: str) -> None:
-    from harness.errors import TrialError
+def test_missing_run_dir_is_a_clear_error(tmp_path: Path) -> None:
+    from kafka_trial.contracts.errors import TrialError
 
-    with pytest.raises(TrialError, match=r"spec\.json"):
-        analyze(tmp_path / bad)
+    with pytest.raises(TrialError, match=r"not-a-dir not found -- fix: pass a run directory"):
+        analyze(tmp_path / "not-a-dir")
+
+
+def test_a_run_dir_without_a_history_is_a_clear_error(tmp_path: Path) -> None:
+    from kafka_trial.contracts.errors import TrialError
+
+    (tmp_path / "empty-run").mkdir()
+    with pytest.raises(TrialError, match=r"history\.jsonl.* -- fix: "):
+        analyze(tmp_path / "empty-run")
+
+
+def test_a_bare_history_without_spec_is_judged_with_nothing_allowed(spark, tmp_path: Path) -> None:
+    """A history from another tool, or copied alone, needs no spec.json."""
+    b = Builder(tmp_path, allowed=("lost-write",))
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
+    b.drain(1, [(1, 0, 0)], at_end={0: 1})
+    run = b.done()
+    (run / "spec.json").unlink()
+    res = analyze(run)
+    assert res["allowed"] == []
+    assert res["valid"] is False and res["forbidden_seen"] == ["lost-write"]

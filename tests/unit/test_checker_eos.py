@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_analysis.job import analyze
+from kafka_trial.spark_analysis.job import analyze
+
 from tests.histories import Builder
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report import render
-from spark_analysis.job import analyze
+from kafka_trial.harness.report import render
+from kafka_trial.spark_analysis.job import analyze
+
 from tests.histories import Builder
 
 

@@ -12,7 +12,7 @@ def kt(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "kafka_trial", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -51,7 +51,7 @@ def test_missing_docker_engine(tmp_path: Path) -> None:
 def test_analyze_of_a_missing_run(tmp_path: Path) -> None:
     r = kt("analyze", str(tmp_path / "nope"))
     assert r.returncode == 3
-    assert "spec.json is missing" in r.stderr and "fix:" in r.stderr
+    assert "nope not found -- fix: pass a run directory" in r.stderr
 
 
 def test_usage_error_exit_code(tmp_path: Path) -> None:

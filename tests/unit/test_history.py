@@ -5,9 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness.errors import TrialError
-from harness.history import HistoryWriter, read_history
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.history import HistoryWriter, read_history
 
 
 def test_indexes_and_times_increase(tmp_path: Path) -> None:
@@ -94,3 +93,53 @@ def test_refuses_to_overwrite_a_history(tmp_path: Path) -> None:
     p.write_text("{}\n")
     with pytest.raises(TrialError):
         HistoryWriter(p)
+
+
+def _interrupted(path: Path) -> None:
+    """A history as a killed run leaves it: a send and a fault never completed."""
+    h = HistoryWriter(path)
+    h.invoke(0, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 1}])
+    h.complete("ok", 0, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 1,
+                                  "offset": 0, "outcome": "ok"}])  # fmt: skip
+    h.invoke(7, "send", [{"op": "send", "topic": "t", "partition": 1, "value": 2}])
+    h.invoke("nemesis", "kill", {"target": "leader"})
+    # No close: the process was killed.
+
+
+def test_a_resumed_history_continues_where_the_killed_run_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    _interrupted(path)
+    h = HistoryWriter(path, resume=True)
+    assert h.resumed is not None and h.resumed.max_process == 7
+    assert set(h.resumed.open_ops) == {7, "nemesis"}
+    assert h.abandon_open("cut off") == 2
+    h.invoke(8, "poll", [{"op": "poll", "role": "drain"}])
+    h.complete("ok", 8, "poll", [{"op": "poll", "role": "drain", "records": []}])
+    h.close()
+    ops = read_history(path).ops
+    assert [o.index for o in ops] == list(range(len(ops)))
+    assert all(a.time < b.time for a, b in itertools.pairwise(ops[3:]))
+    assert ops[2].time < ops[4].time  # the appended ops come after the old ones
+    info = [o for o in ops if o.type == "info"]
+    assert {o.process for o in info} == {7, "nemesis"}
+    send = next(o for o in info if o.process == 7)
+    assert send.value[0]["outcome"] == "info" and send.error == "cut off"
+
+
+def test_resuming_after_a_cut_off_line_keeps_it_and_starts_a_new_line(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    _interrupted(path)
+    with path.open("a") as fh:
+        fh.write('{"index": 4, "time": 9, "type": "ok", "pro')
+    h = HistoryWriter(path, resume=True)
+    assert h.resumed is not None and h.resumed.cut_line == 5
+    h.abandon_open("cut off")
+    h.close()
+    lines = path.read_text().splitlines()
+    assert lines[4] == '{"index": 4, "time": 9, "type": "ok", "pro'  # kept, byte for byte
+    assert [json.loads(x)["index"] for x in lines[5:]] == [4, 5]
+
+
+def test_resuming_needs_a_history(tmp_path: Path) -> None:
+    with pytest.raises(TrialError, match="not found"):
+        HistoryWriter(tmp_path / "none.jsonl", resume=True)

@@ -3,8 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from confluent_kafka import KafkaError
-
-from workloads.outcomes import classify, render_markdown
+from kafka_trial.workloads.outcomes import classify, render_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 

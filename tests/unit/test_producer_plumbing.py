@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from harness.history import HistoryWriter, read_history
-from harness.spec import build_spec
-from workloads.processes import ProcessIds, UniqueValues
-from workloads.producer import AckTracker, ProducerWorker
+from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.harness.spec import build_spec
+from kafka_trial.workloads.base import ClientContext, Lane
+from kafka_trial.workloads.producer import ProducerWorker
 
 MOCK = {"test.mock.num.brokers": 3}
 
@@ -21,23 +21,14 @@ def worker(
 ) -> tuple[ProducerWorker, HistoryWriter]:
     spec = build_spec({"producer": {"batch": 6, **producer}, "topic": {"name": "mock"}})
     h = HistoryWriter(tmp_path / "history.jsonl")
-    w = ProducerWorker(
-        spec.producer,
-        spec.topic,
-        "",
-        h,
-        ProcessIds(),
-        UniqueValues(),
-        AckTracker(),
-        threading.Event(),
-        extra_config={**MOCK, **(mock or {})},
-    )
+    ctx = ClientContext(h, lambda _lane: "", extra_config={**MOCK, **(mock or {})})
+    w = ProducerWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic)
     return w, h
 
 
 def send_op(w: ProducerWorker, p, wait_s: float = 30, crash: bool = False) -> str:
     done = w._send_op(p, 0, w._fresh_micro(), False, wait_s, crash, random.Random(0))
-    outcomes = {m["outcome"] for m in done}
+    outcomes = {m.outcome for m in done}
     return outcomes.pop() if len(outcomes) == 1 else "info"
 
 
@@ -83,7 +74,7 @@ def test_a_crash_leaves_sends_in_flight_unknown(tmp_path: Path) -> None:
     assert send_op(w, p, crash=True) == "info"
     h.close()
     done = read_history(tmp_path / "history.jsonl").ops[1]
-    assert done.error == "client crashed" and w.crashes == 1
+    assert done.error == "client crashed" and w.counts.crashes == 1
     assert all(m["outcome"] == "info" for m in done.value)
 
 
@@ -91,7 +82,7 @@ def run_briefly(w: ProducerWorker, seconds: float) -> None:
     t = threading.Thread(target=w.run)
     t.start()
     time.sleep(seconds)
-    w.stop.set()
+    w.ctx.stop.set()
     t.join(30)
     assert not t.is_alive()
 
@@ -106,7 +97,7 @@ def test_resend_after_a_crash_sends_the_unknown_values_again(tmp_path: Path) -> 
     h.close()
     ops = read_history(tmp_path / "history.jsonl").ops
     done = [o for o in ops if o.type != "invoke"]
-    assert len(done) >= 3 and w.crashes == len(done)
+    assert len(done) >= 3 and w.counts.crashes == len(done)
     # Every op crashed, so each next op (a new process) re-sends the same values.
     for before, after in itertools.pairwise(done):
         assert after.process != before.process

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from checkers.verdict import decide, exit_code, merge
-from harness.spec import NemesisSpec
-from nemesis.schedule import schedule
+from kafka_trial.checkers.verdict import decide, exit_code, merge
+from kafka_trial.nemesis.schedule import schedule
+from kafka_trial.nemesis.settings import NemesisSpec
 
 
 def test_same_seed_same_schedule() -> None:
@@ -71,3 +71,16 @@ def test_crashed_check_is_unknown_unless_allowed() -> None:
 
 def test_exit_codes() -> None:
     assert (exit_code(True), exit_code(False), exit_code("unknown")) == (0, 1, 2)
+
+
+def test_every_preset_allows_the_companions_of_what_it_allows() -> None:
+    """A preset that accepts reorders must accept their within-op form too, or a run
+    that shows just what the claim predicts is judged INVALID."""
+    from kafka_trial.checkers.anomalies import COMPANIONS, with_companions
+    from kafka_trial.harness.presets import PRESETS
+
+    assert COMPANIONS
+    for name, data in PRESETS.items():
+        allowed = tuple(data.get("check", {}).get("allowed", ()))
+        assert set(with_companions(allowed)) == set(allowed), name
+    assert "int-nonmonotonic-send" in with_companions(("reorder",))

@@ -90,7 +90,7 @@ def test_analyze_on_a_standalone_cluster(spark_cluster: str, tmp_path: Path) -> 
     b.poll(2, [(10, 0, 0), (12, 0, 2), (13, 1, 0), (13, 1, 1)])
     run = b.done()
     r = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "analyze", str(run), "--spark-master", spark_cluster],
+        [sys.executable, "-m", "kafka_trial", "analyze", str(run), "--spark-master", spark_cluster],
         capture_output=True,
         text=True,
         timeout=300,

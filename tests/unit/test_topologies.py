@@ -3,8 +3,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from nemesis import topologies as t
+from kafka_trial.nemesis import topologies as t
 
 NODES = [1, 2, 3]
 FIVE = [1, 2, 3, 4, 5]

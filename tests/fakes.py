@@ -1,0 +1,151 @@
+"""An in-memory cluster that speaks the ClusterControl verbs, for unit tests of the
+nemesis in milliseconds. It is never a stand-in for Kafka: it only remembers which
+nodes run, which links are cut or slowed, and moves leadership plausibly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_trial.cluster.control import BOTH_STREAMS, CutMode, LinkId, PartitionState, Stream
+from kafka_trial.cluster.toxiproxy import Toxic
+
+
+@dataclass
+class FakeCluster:
+    brokers: int = 3
+    client_lanes: int = 1
+    topic: str = "trial"
+    n_partitions: int = 3
+    fail_verbs: set[str] = field(default_factory=set)  # verbs that raise, to test failures
+    state: dict[int, str] = field(default_factory=dict)  # node -> running|paused|exited
+    cuts: dict[LinkId, tuple[CutMode, tuple[Stream, ...]]] = field(default_factory=dict)
+    toxics: dict[LinkId, dict[str, Toxic]] = field(default_factory=dict)
+    leaders: dict[int, int] = field(default_factory=dict)
+    controller: int = 1
+    wiped: list[int] = field(default_factory=list)
+    calls: list[tuple[str, object]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.state = dict.fromkeys(self.node_ids, "running")
+        self.leaders = {p: self.node_ids[p % self.brokers] for p in range(self.n_partitions)}
+
+    # --- observation ------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def _live(self) -> list[int]:
+        return [n for n, s in self.state.items() if s == "running"]
+
+    def _verb(self, name: str, arg: object) -> None:
+        self.calls.append((name, arg))
+        if name in self.fail_verbs:
+            raise RuntimeError(f"{name} failed (planted)")
+
+    def _isr(self, leader: int | None) -> tuple[int, ...]:
+        if leader is None:
+            return ()
+        return tuple(
+            n for n in self._live() if n == leader or LinkId(n, leader, "internal") not in self.cuts
+        )
+
+    def partitions(self, topic: str, timeout_s: float = 5) -> dict[int, PartitionState]:
+        if topic != self.topic:
+            return {}
+        replicas = tuple(self.node_ids)
+        return {
+            p: PartitionState(lead, replicas, self._isr(lead)) for p, lead in self.leaders.items()
+        }
+
+    def active_controller(self) -> int | None:
+        return self.controller if self.state.get(self.controller) == "running" else None
+
+    def await_registered(self, timeout_s: float) -> None:
+        if len(self._live()) != self.brokers:
+            raise RuntimeError("not every broker is running")
+
+    def await_in_sync(self, topic: str, timeout_s: float) -> bool:
+        return all(set(s.isr) == set(s.replicas) for s in self.partitions(topic).values())
+
+    @property
+    def whole(self) -> bool:
+        return (
+            not self.cuts
+            and not any(self.toxics.values())
+            and self.await_in_sync(self.topic, 0)
+            and len(self._live()) == self.brokers
+        )
+
+    # --- processes ----------------------------------------------------------------
+
+    def _down(self, node: int, how: str) -> None:
+        self.state[node] = how
+        for p, lead in self.leaders.items():
+            if lead == node:
+                live = [n for n in self._live() if n != node]
+                self.leaders[p] = live[0] if live else lead
+        if self.controller == node:
+            live = self._live()
+            self.controller = live[0] if live else node
+
+    def kill_node(self, node: int) -> None:
+        self._verb("kill_node", node)
+        self._down(node, "exited")
+
+    def stop_node(self, node: int) -> None:
+        self._verb("stop_node", node)
+        self._down(node, "exited")
+
+    def pause_node(self, node: int) -> None:
+        self._verb("pause_node", node)
+        self._down(node, "paused")
+
+    def start_node(self, node: int) -> None:
+        self._verb("start_node", node)
+        self.state[node] = "running"
+
+    def resume_node(self, node: int) -> None:
+        self._verb("resume_node", node)
+        if self.state[node] == "paused":
+            self.state[node] = "running"
+
+    def wipe_node(self, node: int) -> None:
+        self._verb("wipe_node", node)
+        self.wiped.append(node)
+        self.state[node] = "running"
+
+    # --- links --------------------------------------------------------------------
+
+    def cut(
+        self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = BOTH_STREAMS
+    ) -> None:
+        self._verb("cut", link)
+        # Like Toxiproxy: cutting one direction, then the other, cuts both.
+        _, before = self.cuts.get(link, (mode, ()))
+        self.cuts[link] = (mode, tuple(sorted({*before, *streams})))
+
+    def uncut(self, link: LinkId) -> None:
+        self._verb("uncut", link)
+        self.cuts.pop(link, None)
+
+    def add_toxic(self, link: LinkId, toxic: Toxic) -> None:
+        self._verb("add_toxic", link)
+        self.toxics.setdefault(link, {})[toxic.name] = toxic
+
+    def remove_toxic(self, link: LinkId, name: str) -> None:
+        self._verb("remove_toxic", link)
+        self.toxics.get(link, {}).pop(name, None)
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
+        self._verb("elect_leader", (topic, partition, unclean))
+        live = self._live()
+        if live:
+            self.leaders[partition] = live[0]
+
+    def heal_all(self) -> None:
+        self._verb("heal_all", None)
+        self.cuts.clear()
+        self.toxics.clear()
+        for n in self.node_ids:
+            self.state[n] = "running"

@@ -1,0 +1,163 @@
+"""Wrong answers found by feeding the checker planted histories (issue 9), each with a
+clean twin that must stay silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_trial.spark_analysis.job import analyze
+
+from tests.histories import Builder
+
+
+def count(res: dict, name: str) -> int:
+    return res["anomalies"][name]["count"]
+
+
+# --- aborted-read: only a value none of whose sends could have committed -------------
+
+
+def test_a_read_of_a_value_whose_only_send_failed_is_an_aborted_read(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.txn(0, [(5, 0, 0)], "fail")
+    b.poll(1, [(5, 0, 0)])
+    res = analyze(b.done())
+    assert count(res, "aborted-read") == 1
+
+
+def test_a_value_resent_and_committed_after_an_abort_is_not_an_aborted_read(
+    spark, tmp_path: Path
+) -> None:
+    """The copier re-copies after an aborted transaction: the same output value is
+    sent twice, and the second send commits."""
+    b = Builder(tmp_path)
+    b.txn(0, [(5, 0, 0)], "fail")
+    b.txn(1, [(5, 0, 1)], "ok")
+    b.poll(2, [(5, 0, 1)])
+    res = analyze(b.done())
+    assert count(res, "aborted-read") == 0
+
+
+def test_a_value_whose_info_send_was_resent_and_failed_is_not_an_aborted_read(
+    spark, tmp_path: Path
+) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(7, 0, None, "info")])
+    b.sends(1, [(7, 0, None, "fail")])  # the application's resend (claim C9)
+    b.poll(2, [(7, 0, 0)])
+    res = analyze(b.done())
+    assert count(res, "aborted-read") == 0
+
+
+# --- lost-write: the drain reached the end, so a missing tail is lost, not unseen -----
+
+
+def test_acknowledged_values_beyond_the_drains_end_are_lost_as_truncated(
+    spark, tmp_path: Path
+) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
+    # After the heal the log ends at offset 1: 11 and 12 were truncated away.
+    b.drain(1, [(10, 0, 0)], at_end={0: 1})
+    res = analyze(b.done())
+    assert count(res, "lost-write") == 2
+    assert count(res, "unseen") == 0
+    reasons = {e["value"]: e["reason"] for e in res["anomalies"]["lost-write"]["examples"]}
+    assert reasons == {11: "truncated", 12: "truncated"}
+
+
+def test_a_drain_that_read_everything_finds_nothing_lost(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
+    b.drain(1, [(10, 0, 0), (11, 0, 1), (12, 0, 2)], at_end={0: 3})
+    res = analyze(b.done())
+    assert count(res, "lost-write") == 0 and count(res, "unseen") == 0
+    assert res["valid"] is True
+
+
+def test_without_the_drains_end_a_missing_tail_stays_unseen(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok")])
+    b.drain(1, [(10, 0, 0)])  # the drain gave up before the end: maybe late
+    res = analyze(b.done())
+    assert count(res, "lost-write") == 0 and count(res, "unseen") == 1
+
+
+# --- nothing tested is not a pass ------------------------------------------------------
+
+
+def test_an_empty_history_is_unknown(spark, tmp_path: Path) -> None:
+    res = analyze(Builder(tmp_path).done())
+    assert res["valid"] == "unknown"
+    assert any("no client operations" in p for p in res["problems"])
+
+
+def test_a_history_with_only_nemesis_ops_is_unknown(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.nemesis("kill", {"brokers": [1]})
+    res = analyze(b.done())
+    assert res["valid"] == "unknown"
+
+
+def test_one_acknowledged_and_read_send_is_enough_to_judge(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok")])
+    b.drain(1, [(1, 0, 0)], at_end={0: 1})
+    assert analyze(b.done())["valid"] is True
+
+
+# --- a run cut off before its final drain ------------------------------------------------
+
+
+def test_without_a_drain_values_nobody_read_make_the_verdict_unknown(spark, tmp_path: Path) -> None:
+    """kill -9 during the fault phase: sends acknowledged, nothing read, no drain."""
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
+    b.nemesis("kill", {"brokers": [2]})
+    res = analyze(b.done())
+    assert count(res, "unseen") == 2
+    assert res["valid"] == "unknown" and res["forbidden_seen"] == []
+    assert res["anomalies"]["unseen"]["undecided"] == "the final drain never ran"
+    assert any("final drain never ran" in p for p in res["problems"])
+
+
+def test_the_same_sends_with_a_drain_that_misses_them_are_invalid(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
+    b.drain(1, [(1, 0, 0)])  # read partition 0, never got partition 1 to its end
+    res = analyze(b.done())
+    assert count(res, "unseen") == 1
+    assert res["valid"] is False and res["forbidden_seen"] == ["unseen"]
+
+
+def test_without_a_drain_a_proven_loss_is_still_invalid(spark, tmp_path: Path) -> None:
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 1, 0, "ok")])
+    b.poll(1, [(2, 0, 1)])  # a consumer read past offset 0: 1 is lost whatever follows
+    res = analyze(b.done())
+    assert res["valid"] is False and "lost-write" in res["forbidden_seen"]
+
+
+# --- one session, many analyses: no stale answers ----------------------------------
+
+
+def test_a_history_that_grew_is_judged_anew_in_the_same_session(spark, tmp_path: Path) -> None:
+    """`kafka-trial finish` appends a drain to a history already analyzed in this
+    session; Spark must not answer from the data it cached for the same path."""
+    from kafka_trial.contracts.history import HistoryWriter
+
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
+    before = analyze(b.done())
+    assert before["valid"] == "unknown" and count(before, "unseen") == 2
+    h = HistoryWriter(tmp_path / "history.jsonl", resume=True)
+    h.invoke(1, "poll", [{"op": "poll", "role": "drain"}])
+    done = {"op": "poll", "role": "drain", "records": [
+        {"topic": "t", "partition": 0, "offset": 0, "value": 1},
+        {"topic": "t", "partition": 0, "offset": 1, "value": 2},
+    ], "at_end": [{"topic": "t", "partition": 0, "offset": 2}]}  # fmt: skip
+    h.complete("ok", 1, "poll", [done])
+    h.close()
+    after = analyze(tmp_path)
+    assert count(after, "unseen") == 0
+    assert after["valid"] is True, after["problems"]

@@ -1,0 +1,112 @@
+"""The nemesis runner and the records it writes, against the in-memory cluster: a
+failed fault does not stop the run, a fault that hits nothing leaves no heal, and
+the fake speaks every verb of the ClusterControl protocol."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from kafka_trial.cluster.control import ClusterControl, LinkId
+from kafka_trial.cluster.toxiproxy import Toxic
+from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.packages import Degrade, ProcessFault
+from kafka_trial.nemesis.runner import NemesisRunner
+from kafka_trial.nemesis.schedule import Step
+from kafka_trial.nemesis.settings import NemesisSpec
+
+from tests.fakes import FakeCluster
+
+
+def nemesis(tmp_path: Path, settings: NemesisSpec | None = None, **fake) -> tuple:
+    cluster = FakeCluster(**fake)
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    return cluster, Nemesis(cluster, history, settings), history
+
+
+def done(history: HistoryWriter) -> list[tuple[str, str]]:
+    return [(o.type, o.f) for o in read_history(history.path).ops if o.type != "invoke"]
+
+
+def test_the_fake_speaks_every_cluster_control_verb() -> None:
+    verbs = {n for n in vars(ClusterControl) if not n.startswith("_")}
+    assert {"kill_node", "cut", "elect_leader", "node_ids", "client_lanes"} <= verbs
+    fake = FakeCluster()
+    missing = [v for v in sorted(verbs) if not hasattr(fake, v)]
+    assert missing == []
+
+
+def test_a_failing_verb_completes_info_and_the_schedule_goes_on(tmp_path: Path) -> None:
+    cluster, nem, history = nemesis(tmp_path, fail_verbs={"kill_node"})
+    steps = [
+        Step(0.0, "fault", "kill-leader", 1),
+        Step(0.0, "heal", "kill-leader"),
+        Step(0.0, "fault", "pause", 2),
+        Step(0.0, "heal", "pause"),
+    ]
+    runner = NemesisRunner(nem, steps, threading.Event())
+    runner.run()
+    assert runner.faults_done == 2
+    # The failed kill leaves nothing to heal, so no start op; the pause goes ahead.
+    assert done(history) == [("info", "kill"), ("ok", "pause"), ("ok", "resume")]
+    assert all(s == "running" for s in cluster.state.values())
+    assert runner.final_heal("trial", 1)["healthy"] is True
+
+
+def test_a_failing_heal_completes_info_and_heal_all_still_makes_the_cluster_whole(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = nemesis(tmp_path, fail_verbs={"start_node"})
+    nem.apply("kill-leader")
+    assert nem.heal("kill-leader") == 1
+    assert done(history)[-1] == ("info", "start")
+    assert nem.outstanding == ()  # a failed heal is not retried; heal-all covers it
+    cluster.fail_verbs.clear()
+    runner = NemesisRunner(nem, [], threading.Event())
+    assert runner.final_heal("trial", 1)["healthy"] is True
+    assert cluster.whole
+
+
+def test_a_fault_that_hits_no_broker_records_no_heal(tmp_path: Path) -> None:
+    # With two brokers a minority is nobody: the fault is on record, its heal is not.
+    cluster, nem, history = nemesis(tmp_path, brokers=2)
+    toxic = Toxic("kt-latency", "latency", "upstream", {"latency": 100})
+    for pkg in (
+        ProcessFault("kill", "trial", 0, ("minority",), "kill"),
+        Degrade("trial", 0, toxic, "client", ("minority",)),
+    ):
+        applied = nem.apply(pkg, pick=3)
+        assert applied.ok and applied.heal is None
+        assert applied.results[0]["brokers"] == []
+    assert nem.heal() == 0
+    assert done(history) == [("ok", "kill"), ("ok", "degrade")]
+    assert cluster.calls == []
+
+
+def test_partition_and_degrade_write_their_values_and_heal_values(tmp_path: Path) -> None:
+    settings = NemesisSpec(faults=("partition", "degrade"), topologies=("one-way",))
+    cluster, nem, history = nemesis(tmp_path, settings)
+    nem.apply("partition", pick=7)
+    nem.apply("degrade", pick=0)
+    nem.heal()
+    ops = [(o.type, o.f, o.value) for o in read_history(history.path).ops]
+    assert ops[0] == ("invoke", "partition", {"topology": "one-way", "mode": "drop"})
+    assert ops[1] == (
+        "ok",
+        "partition",
+        {"topology": "one-way", "mode": "drop", "brokers": [1], "grudge": {"1": [2]}},
+    )
+    toxic = {"toxic": "latency", "attributes": {"latency": 15000, "jitter": 0}}
+    assert ops[2] == ("invoke", "degrade", {**toxic, "stream": "upstream", "links": "client"})
+    t, f, value = ops[3]
+    assert (t, f) == ("ok", "degrade") and value["links"] == [f"None->{value['brokers'][0]}:client"]
+    # Heals latest first: the toxic comes off before the links are restored.
+    assert ops[4:] == [
+        ("invoke", "restore", {"toxic": "latency"}),
+        ("ok", "restore", {"toxic": "latency", "brokers": value["brokers"]}),
+        ("invoke", "heal", {"links": 2}),
+        ("ok", "heal", {"links": 2, "brokers": [1, 2]}),
+    ]
+    assert cluster.whole
+    assert ("uncut", LinkId(2, 1, "controller")) in cluster.calls

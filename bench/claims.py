@@ -12,10 +12,10 @@ import argparse
 import tempfile
 import time
 
-from harness.presets import PRESETS, preset
-from harness.runner import new_run_dir, run
-from harness.spec import _merge, build_spec
-from spark_analysis.job import analyze
+from kafka_trial.harness.presets import PRESETS, preset
+from kafka_trial.harness.runner import new_run_dir, run
+from kafka_trial.harness.spec import _merge, build_spec
+from kafka_trial.spark_analysis.job import analyze
 
 CLAIMS = {
     "safe": "C4",

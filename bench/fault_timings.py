@@ -18,15 +18,15 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Producer
-
-from harness.cluster import Cluster
-from harness.engine import ensure_engine
-from harness.history import HistoryWriter
-from harness.images import ensure_images
-from harness.spec import RunSpec
-from harness.toxiproxy import Toxic
-from nemesis.packages import Degrade, Package, PartitionFault, ProcessFault
-from nemesis.recorder import NemesisRecorder
+from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import ensure_images
+from kafka_trial.cluster.toxiproxy import Toxic
+from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.harness.spec import RunSpec
+from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.packages import Degrade, PartitionFault, ProcessFault
+from kafka_trial.nemesis.steps import Package
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
@@ -53,20 +53,11 @@ def _write(bootstrap: str, stop: threading.Event) -> None:
     p.flush(5)
 
 
-def packages(cluster: Cluster, rec: NemesisRecorder) -> dict[str, Package]:
-    p = {
-        k: ProcessFault(k, cluster, rec, TOPIC, 0, ("leader",))
-        for k in ("kill", "stop", "pause", "bounce")
-    }
-    p["partition isolate-leader (drop)"] = PartitionFault(
-        cluster, rec, TOPIC, 0, ("isolate-leader",), "drop"
-    )
-    p["partition isolate-leader (reject)"] = PartitionFault(
-        cluster, rec, TOPIC, 0, ("isolate-leader",), "reject"
-    )
+def packages() -> dict[str, Package]:
+    p = {k: ProcessFault(k, TOPIC, 0, ("leader",)) for k in ("kill", "stop", "pause", "bounce")}
+    p["partition isolate-leader (drop)"] = PartitionFault(TOPIC, 0, ("isolate-leader",), "drop")
+    p["partition isolate-leader (reject)"] = PartitionFault(TOPIC, 0, ("isolate-leader",), "reject")
     p["slow-follower (20 s latency)"] = Degrade(
-        cluster,
-        rec,
         TOPIC,
         0,
         Toxic("kt-latency", "latency", "upstream", {"latency": 20000}),
@@ -86,7 +77,7 @@ def main() -> None:
     rows: list[tuple[str, list[float | None], list[float | None]]] = []
     stop = threading.Event()
     with tempfile.TemporaryDirectory() as tmp:
-        rec = NemesisRecorder(HistoryWriter(Path(tmp) / "history.jsonl"))
+        nem = Nemesis(cluster, HistoryWriter(Path(tmp) / "history.jsonl"))
         try:
             cluster.start()
             cluster.await_registered(180)
@@ -96,13 +87,13 @@ def main() -> None:
             # something to fetch.
             writer = threading.Thread(target=_write, args=(cluster.bootstrap, stop), daemon=True)
             writer.start()
-            for name, pkg in packages(cluster, rec).items():
+            for name, pkg in packages().items():
                 to_leader: list[float | None] = []
                 to_sync: list[float | None] = []
                 for _ in range(a.repeats):
                     old = cluster.leader_of(TOPIC, 0)
                     t0 = time.monotonic()
-                    pkg.fault(pick=0)
+                    nem.apply(pkg, pick=0)
                     if name.startswith("slow-follower"):
                         st = cluster.partitions(TOPIC)[0]
                         to_leader.append(
@@ -121,7 +112,7 @@ def main() -> None:
                             )
                         )
                     time.sleep(max(0.0, a.hold - (time.monotonic() - t0)))
-                    pkg.heal()
+                    nem.heal()
                     to_sync.append(_until(lambda: cluster.in_sync(TOPIC), 180))
                     cluster.await_in_sync(TOPIC, 180)
                 rows.append((name, to_leader, to_sync))

@@ -102,13 +102,15 @@ _ALL = (
         "skips",
         "a consumer process's read of a partition jumped, from its previous read of that "
         "partition in an earlier op of the same assignment, over an offset known to hold a "
-        "record (an acknowledged write's, or one any read returned)",
+        "record (an acknowledged write's, or one any read returned, except a record of a "
+        "transaction that never committed: read_committed readers skip those)",
     ),
     Anomaly(
         "int-poll-skip",
         "skips",
         "within one op, consecutive records of a partition jumped over an offset known to "
-        "hold a record (an acknowledged write's, or one any read returned)",
+        "hold a record (an acknowledged write's, or one any read returned, except a record "
+        "of a transaction that never committed: read_committed readers skip those)",
     ),
     Anomaly(
         "group-missed",

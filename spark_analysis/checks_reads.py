@@ -8,6 +8,7 @@ from kafka_trial.spark_analysis.shared_frames import (
     Plan,
     acked_sends,
     check,
+    never_written_values,
     rebalance_partitions,
 )
 from pyspark.sql import DataFrame, Window
@@ -142,9 +143,14 @@ def _known_positions(fr: Plan) -> DataFrame:
     sends, and of every record any ok read returned (any process or role, the final
     drain's included), as Jepsen knows positions from reads and acknowledged writes.
     A position nobody read or acknowledged (a transaction marker, a write whose
-    outcome is unknown and nobody read) is no skip."""
+    outcome is unknown and nobody read) is no skip, and neither is a record of a
+    transaction that never committed: a read_uncommitted consumer returns it, and a
+    read_committed one (the final drain always) is right to jump over it."""
     acked = acked_sends(fr).filter(F.col("offset").isNotNull()).select(*TP, "offset", "value")
-    read = fr.reads.select(*TP, "offset", "value")
+    # left_anti keeps records whose value did not decode (null matches nothing).
+    read = fr.reads.select(*TP, "offset", "value").join(
+        never_written_values(fr), "value", "left_anti"
+    )
     return acked.unionByName(read)
 
 

@@ -10,6 +10,7 @@ from kafka_trial.spark_analysis.shared_frames import (
     check,
     max_read_offsets,
     never_read_sends,
+    never_written_values,
 )
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -107,10 +108,7 @@ def unexpected(fr: Plan) -> DataFrame:
 def aborted_read(fr: Plan) -> DataFrame:
     """Only a value none of whose sends could have committed: a value sent again (a
     copier's re-copy, an application's resend) counts if any send was ok or info."""
-    by_value = fr.sends.groupBy("value").agg(
-        F.max(F.when(F.col("outcome") != "fail", 1).otherwise(0)).alias("maybe_written")
-    )
-    failed = by_value.filter(F.col("maybe_written") == 0).select("value")
+    failed = never_written_values(fr)
     return fr.reads.join(failed, "value").select("value", *TP, "offset").distinct()
 
 

@@ -55,6 +55,20 @@ def check(name: str) -> Callable[[Callable[[Plan], DataFrame]], Callable[[Plan],
     return register
 
 
+def never_written_values(fr: Plan) -> DataFrame:
+    """Values none of whose sends could have committed (every send failed): a value
+    sent again (a copier's re-copy, an application's resend) is maybe written if any
+    of its sends was ok or info."""
+
+    def build() -> DataFrame:
+        by_value = fr.sends.groupBy("value").agg(
+            F.max(F.when(F.col("outcome") != "fail", 1).otherwise(0)).alias("maybe_written")
+        )
+        return by_value.filter(F.col("maybe_written") == 0).select("value")
+
+    return fr.shared("never_written", build)
+
+
 def acked_sends(fr: Plan) -> DataFrame:
     return fr.shared("acked", lambda: fr.sends.filter(F.col("outcome") == "ok"))
 

@@ -288,3 +288,24 @@ def test_wide_gap_over_a_known_offset_is_a_skip(spark, tmp_path: Path) -> None:
         if want:
             ex = res["poll-skip"]["examples"][0]
             assert (ex["process"], ex["skipped_offsets"], ex["skipped_values"]) == ("5", [5], [7])
+
+
+def test_read_committed_drain_jumping_over_an_aborted_record_is_no_skip(
+    spark, tmp_path: Path
+) -> None:
+    """A read_uncommitted consumer returned the aborted value 1 at offset 1; the
+    read_committed drain rightly jumped over it (found by a real C10 run). Its twin:
+    the same record from a transaction that committed is a skip."""
+    for outcome, want in (("fail", 0), ("ok", 1)):
+        b = Builder(tmp_path / outcome)
+        b.sends(0, [(0, 0, 0, "ok")])
+        b.txn(1, [(1, 0, 1)], outcome)
+        b.sends(0, [(2, 0, 3, "ok")])  # offset 2 is the transaction's marker
+        b.poll(5, [(0, 0, 0), (1, 0, 1), (2, 0, 3)])  # read_uncommitted
+        b.drain(9, [(0, 0, 0), (2, 0, 3)], at_end={0: 4})
+        res = anomalies(b.done())
+        assert res["int-poll-skip"]["count"] == want, outcome
+        assert res["aborted-read"]["count"] == (1 - want), outcome
+        if want:
+            ex = res["int-poll-skip"]["examples"][0]
+            assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [1])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import json
 import signal
 import sys
 from pathlib import Path
@@ -76,9 +78,25 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from kafka_trial.checkers.verdict import exit_code
     from kafka_trial.spark_analysis.job import analyze
 
-    results = analyze(run_dir, a.spark_master)
+    results = analyze(run_dir, a.spark_master, report=True)
     print(render(results, run_dir))
+    _write_html(run_dir, run_dir)
     return exit_code(results["valid"])
+
+
+def _write_html(run_dir: Path, out_dir: Path) -> None:
+    """The HTML report beside results.json. A report that fails to build must not
+    cost the verdict: it is said in one line, and the exit code stays the verdict's."""
+    from kafka_trial.harness.html_report import write_report
+
+    try:
+        print(f"report: {write_report(run_dir, out_dir)}")
+    except Exception as e:
+        print(
+            f"kafka-trial: the HTML report failed ({type(e).__name__}: {e}) -- fix: "
+            f"rerun `kafka-trial report {out_dir}` and file an issue with the error",
+            file=sys.stderr,
+        )
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
@@ -87,8 +105,12 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     from kafka_trial.spark_analysis.job import analyze
 
     out = Path(a.out) if getattr(a, "out", None) else None
-    results = analyze(a.run_dir, a.spark_master, out_dir=out)
+    results = analyze(a.run_dir, a.spark_master, out_dir=out, report=True)
     print(render(results, Path(a.run_dir)))
+    out_dir = Path(results["analysis"]["results_file"]).parent
+    history = results["history"]["path"]
+    local = "://" not in history and Path(history).is_file()
+    _write_html(Path(history).parent if local else out_dir, out_dir)
     print(
         f"analysis took {results['analysis']['total_s']:.1f}s "
         f"(spark session {results['analysis']['session_s']:.1f}s)"
@@ -116,12 +138,29 @@ def _cmd_finish(a: argparse.Namespace) -> int:
 
 def _cmd_report(a: argparse.Namespace) -> int:
     from kafka_trial.checkers.verdict import exit_code
-    from kafka_trial.harness.report import load_results, render
+    from kafka_trial.harness.html_report import write_report
+    from kafka_trial.harness.report import render
 
     run_dir = Path(a.run_dir)
-    results = load_results(run_dir)
-    print(render(results, run_dir))
-    return exit_code(results["valid"])
+    if not run_dir.is_dir():
+        raise TrialError(f"{run_dir} is not a directory", "pass a run directory")
+    have = (run_dir / "results.json").is_file() and (run_dir / "report-data.json").is_file()
+    if (a.reanalyze or not have) and (run_dir / "history.jsonl").is_file():
+        from kafka_trial.spark_analysis.job import analyze
+
+        print("analyzing the history first (the report draws on the analysis)")
+        analyze(run_dir, a.spark_master, report=True)
+    path = write_report(run_dir)
+    results_file = run_dir / "results.json"
+    valid = None
+    if results_file.is_file():
+        results = json.loads(results_file.read_text())
+        print(render(results, run_dir))
+        valid = results.get("valid")
+    else:
+        print("verdict: UNKNOWN (no results.json and no history.jsonl to analyze)")
+    print(f"report: {path}")
+    return exit_code(valid)
 
 
 def _cmd_heal(a: argparse.Namespace) -> int:
@@ -217,8 +256,14 @@ def parser() -> argparse.ArgumentParser:
     fi.add_argument("--no-analyze", action="store_true", help="stop after the drain")
     fi.add_argument("--spark-master")
     fi.set_defaults(fn=_cmd_finish)
-    rp = sub.add_parser("report", help="print a stored run's verdict again")
+    rp = sub.add_parser(
+        "report", help="write RUN_DIR/report.html and print the verdict with witnesses"
+    )
     rp.add_argument("run_dir")
+    rp.add_argument(
+        "--reanalyze", action="store_true", help="judge the history again before reporting"
+    )
+    rp.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     rp.set_defaults(fn=_cmd_report)
     h = sub.add_parser("heal", help="heal clusters a crashed run left behind")
     h.set_defaults(fn=_cmd_heal)
@@ -233,7 +278,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     # `kill -USR1 PID` prints every thread's stack: where a run that seems stuck is.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # Not when stderr is no file (main() called in-process, under capture).
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     a = parser().parse_args(argv)
     try:
         return int(a.fn(a))

@@ -6,7 +6,8 @@ A preset is a partial config; a config file and flags override it.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from kafka_trial.contracts.errors import TrialError
 
@@ -213,6 +214,122 @@ PRESETS: dict[str, dict[str, Any]] = {
         "nemesis": {"faults": ["kill-leader"]},
         "check": {"allowed": []},
     },
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The article claim a preset puts on trial (shared/CLAIMS.md)."""
+
+    id: str
+    text: str
+    expected: Literal["anomaly", "none"]  # what the articles say a run should show
+    anomalies: tuple[str, ...]  # the anomaly types the claim is about
+
+
+CLAIMS: dict[str, Claim] = {
+    "safe": Claim(
+        "C4",
+        "acks=all, min.insync.replicas>=2, RF>=3 and no unclean election lose no "
+        "acknowledged write under one broker failure or partition",
+        "none",
+        ("lost-write", "inconsistent-offsets"),
+    ),
+    "acks0": Claim("C1", "acks=0 loses messages silently", "anomaly", ("lost-write",)),
+    "acks1": Claim(
+        "C2",
+        "acks=1 loses acknowledged writes if the leader dies before followers copy them",
+        "anomaly",
+        ("lost-write",),
+    ),
+    "min-isr-1": Claim(
+        "C3",
+        "acks=all with min.insync.replicas=1 degrades to acks=1 once the ISR shrinks to the leader",
+        "anomaly",
+        ("lost-write",),
+    ),
+    "unclean": Claim(
+        "C5",
+        "unclean leader election lets an out-of-sync replica lead and truncates "
+        "acknowledged writes",
+        "anomaly",
+        ("lost-write", "inconsistent-offsets"),
+    ),
+    "no-idempotence-retries": Claim(
+        "C6",
+        "retries without idempotence duplicate messages when an acknowledgement is lost",
+        "anomaly",
+        ("duplicate",),
+    ),
+    "inflight-reorder": Claim(
+        "C7",
+        "max.in.flight>1 with retries and no idempotence can reorder messages in a partition",
+        "anomaly",
+        ("reorder", "int-nonmonotonic-send"),
+    ),
+    "idempotent-retries": Claim(
+        "C8",
+        "idempotence removes retry duplicates and keeps order within a producer session",
+        "none",
+        ("duplicate", "reorder", "int-nonmonotonic-send"),
+    ),
+    "producer-restart-resend": Claim(
+        "C9",
+        "idempotence is per session: a producer restart may resend, giving duplicates",
+        "anomaly",
+        ("duplicate",),
+    ),
+    "txn": Claim(
+        "C10",
+        "transactions are atomic across partitions, and read_committed never sees aborted records",
+        "none",
+        ("aborted-read", "torn-txn"),
+    ),
+    "eos-copier": Claim(
+        "C11",
+        "consume-transform-produce with send_offsets_to_transaction is exactly once",
+        "none",
+        ("eos-output-lost", "eos-output-duplicate"),
+    ),
+    "leader-epoch": Claim(
+        "C12",
+        "leader epoch (KIP-101) prevents replica divergence after failover and an old "
+        "leader's return",
+        "none",
+        ("inconsistent-offsets",),
+    ),
+    "hw-visibility": Claim(
+        "C13",
+        "consumers only see records below the high watermark, so never a record that "
+        "later disappears",
+        "none",
+        ("vanished-read",),
+    ),
+    "auto-commit": Claim(
+        "C16",
+        "auto-commit can lose messages for the application: offsets are committed before "
+        "processing finishes",
+        "anomaly",
+        ("group-missed",),
+    ),
+    "commit-after-process": Claim(
+        "C17",
+        "commit after processing gives at-least-once: a crash before the commit means reprocessing",
+        "anomaly",
+        ("group-redelivered",),
+    ),
+    "rebalance": Claim(
+        "C18",
+        "a rebalance during processing redelivers uncommitted messages",
+        "anomaly",
+        ("group-redelivered",),
+    ),
+    "commit-before-process": Claim(
+        "C19",
+        "commit before processing gives at-most-once: a crash loses messages",
+        "anomaly",
+        ("group-missed",),
+    ),
 }
 
 # Presets that need a workload kafka-trial does not have yet (none at present).

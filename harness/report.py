@@ -1,4 +1,5 @@
-"""The short verdict printed after run/analyze, rendered from results.json alone."""
+"""The short verdict printed after run/analyze, rendered from results.json alone: the
+counts, and a few witnesses of each anomaly found."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.contracts.errors import TrialError
+
+WITNESSES = 3
+
+
+def _witness(ex: Any) -> str:
+    """One example on one line: its fields, long ones cut, so a terminal shows it."""
+    if not isinstance(ex, dict):
+        return str(ex)[:140]
+    text = ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in ex.items())
+    return text if len(text) <= 140 else text[:137] + "..."
 
 
 def render(results: dict[str, Any], run_dir: Path) -> str:
@@ -22,6 +33,8 @@ def render(results: dict[str, Any], run_dir: Path) -> str:
         elif a["count"] is None:
             tag = f"  (check failed: {a.get('error', '')})"
         lines.append(f"  {name:<22}{count:>8}{tag}")
+        if a["count"]:
+            lines += [f"      e.g. {_witness(ex)}" for ex in a.get("examples", [])[:WITNESSES]]
     st = results.get("stats", {})
     outcomes = st.get("send_outcomes", {})
     lines.append(

@@ -21,6 +21,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.spark_analysis.columnar import parsed_rows
 from kafka_trial.spark_analysis.history_frames import line_is_damaged, load
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
+from kafka_trial.spark_analysis.report_data import report_data
 from kafka_trial.spark_analysis.session import spark_session
 from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
 from pydantic import ValidationError
@@ -99,9 +100,11 @@ def analyze(
     target: str | Path | HistorySource,
     spark_master: str | None = None,
     out_dir: Path | None = None,
+    report: bool = False,
 ) -> dict[str, Any]:
     """Judge a history: a run directory, a history.jsonl, or a URI Spark reads.
-    results.json goes beside a local history, or to out_dir."""
+    results.json goes beside a local history, or to out_dir; with `report`, also
+    report-data.json, the aggregates the HTML report draws."""
     t0 = time.monotonic()
     src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
     if out_dir is not None:
@@ -188,10 +191,20 @@ def analyze(
         },
     }
     src.out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = src.out_dir / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=2, default=str))
-    os.replace(tmp, src.out_dir / "results.json")
+    if report:
+        data = report_data(spark, fr, src.uri, results["anomalies"])
+        data["history_uri"] = src.uri
+        _write_json(src.out_dir / "report-data.json", data)
+        results["analysis"]["total_s"] = round(time.monotonic() - t0, 3)
+    _write_json(src.out_dir / "results.json", results)
     return results
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    # Written whole or not at all: a report never reads half a file.
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

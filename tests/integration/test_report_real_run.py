@@ -1,0 +1,37 @@
+"""`kafka-trial run` writes report.html after its analysis; the report of a real
+acks=1 run under leader kills and isolation loads in headless Chromium with no
+console message and no request leaving the file, and draws the faults it suffered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.browser import load
+from tests.integration.runs import RUN_LIMIT_S, the_run_dir
+
+
+def test_run_writes_a_report_that_loads_offline(tmp_path: Path, images) -> None:
+    cmd = [
+        sys.executable, "-m", "kafka_trial", "run", "--preset", "acks1", "--duration", "20",
+        "--seed", "3", "--runs-dir", str(tmp_path / "runs"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S)
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # valid or invalid, not unknown
+    run = the_run_dir(tmp_path)
+    page = run / "report.html"
+    assert f"report: {page}" in done.stdout, done.stdout[-2000:]
+    results = json.loads((run / "results.json").read_text())
+    nemesis = json.loads((run / "report-data.json").read_text())["nemesis"]
+    faults = [o for o in nemesis if o["type"] == "ok" and o["f"] in ("kill", "partition")]
+    assert faults, nemesis
+    got = load(page, screenshot=tmp_path / "report.png")
+    assert got.console == [] and got.requests == [], (got.console, got.requests)
+    assert got.dom.count('class="fault-band"') >= len(faults)
+    assert "Claim C2" in got.dom
+    for name, a in results["anomalies"].items():
+        if a["count"]:
+            assert f'id="a-{name}"' in got.dom, name
+    assert page.stat().st_size < 1_000_000

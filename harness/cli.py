@@ -81,7 +81,15 @@ def _cmd_run(a: argparse.Namespace) -> int:
     results = analyze(run_dir, a.spark_master, report=True)
     print(render(results, run_dir))
     _write_html(run_dir, run_dir)
+    _write_junit(a, run_dir.name, results)
     return exit_code(results["valid"])
+
+
+def _write_junit(a: argparse.Namespace, name: str, results: dict[str, Any]) -> None:
+    if getattr(a, "junitxml", None):
+        from kafka_trial.harness.junit import write_junit
+
+        print(f"junit: {write_junit(Path(a.junitxml), [(name, results)])}")
 
 
 def _write_html(run_dir: Path, out_dir: Path) -> None:
@@ -110,7 +118,9 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     out_dir = Path(results["analysis"]["results_file"]).parent
     history = results["history"]["path"]
     local = "://" not in history and Path(history).is_file()
-    _write_html(Path(history).parent if local else out_dir, out_dir)
+    run_dir = Path(history).parent if local else out_dir
+    _write_html(run_dir, out_dir)
+    _write_junit(a, run_dir.name, results)
     print(
         f"analysis took {results['analysis']['total_s']:.1f}s "
         f"(spark session {results['analysis']['session_s']:.1f}s)"
@@ -222,6 +232,14 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
 
 
+def _junit_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--junitxml",
+        metavar="PATH",
+        help="also write the verdict as JUnit XML: a testcase per check, for CI",
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors exit 3, like every other setup problem; 2 means `unknown`."""
 
@@ -237,6 +255,7 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a fault campaign and judge it")
     _spec_flags(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")
+    _junit_flag(r)
     r.set_defaults(fn=_cmd_run)
     an = sub.add_parser("analyze", help="check a stored run's history with Spark")
     an.add_argument(
@@ -246,6 +265,7 @@ def parser() -> argparse.ArgumentParser:
     )
     an.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     an.add_argument("--out", help="where results.json goes (default: beside the history)")
+    _junit_flag(an)
     an.set_defaults(fn=_cmd_analyze)
     fi = sub.add_parser(
         "finish",
@@ -255,6 +275,7 @@ def parser() -> argparse.ArgumentParser:
     fi.add_argument("--keep-cluster", action="store_true", help="do not remove it afterwards")
     fi.add_argument("--no-analyze", action="store_true", help="stop after the drain")
     fi.add_argument("--spark-master")
+    _junit_flag(fi)
     fi.set_defaults(fn=_cmd_finish)
     rp = sub.add_parser(
         "report", help="write RUN_DIR/report.html and print the verdict with witnesses"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import threading
@@ -78,7 +79,21 @@ def new_run_dir(spec: RunSpec) -> Path:
         / f"{stamp}-{spec.name}-{socket.gethostname()[:8]}-{time.time_ns() % 10**6:06d}"
     )
     d.mkdir(parents=True, exist_ok=False)
+    point_latest(d)
     return d
+
+
+def point_latest(run_dir: Path) -> None:
+    """RUNS_DIR/latest -> the newest run directory (relative, so the tree can move).
+    Replaced atomically; a file system without symlinks just has no `latest`."""
+    link = run_dir.parent / "latest"
+    tmp = run_dir.parent / f".latest-{os.getpid()}"
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(run_dir.name, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError as e:
+        log(f"could not point {link} at {run_dir.name}: {e}")
 
 
 def _client_logger(run_dir: Path) -> logging.Logger:

@@ -18,6 +18,8 @@ import pytest
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.leftovers import remove_leftovers
 
+from tests.rundirs import run_dirs
+
 # A 25 s campaign takes 60-120 s here; anything past this is stuck.
 RUN_LIMIT_S = 600
 
@@ -38,7 +40,7 @@ def start_child(tmp_path: Path, data: dict[str, Any]) -> subprocess.Popen[bytes]
 
 
 def the_run_dir(tmp_path: Path) -> Path:
-    dirs = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
+    dirs = run_dirs(tmp_path / "runs")
     assert len(dirs) == 1, dirs
     return dirs[0]
 

@@ -14,6 +14,8 @@ import pytest
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.naming import LABEL
 
+from tests.rundirs import run_dirs
+
 RUN_UNTIL_FAULT = [
     sys.executable,
     "-m",
@@ -64,7 +66,7 @@ def test_signal_mid_fault_heals_and_cleans_up(tmp_path: Path, images, sig: int) 
     assert client.containers.list(all=True, filters={"label": [LABEL]}) == []
     assert client.networks.list(filters={"label": [LABEL]}) == []
     assert client.volumes.list(filters={"label": [LABEL]}) == []
-    (run_dir,) = list(tmp_path.iterdir())
+    (run_dir,) = run_dirs(tmp_path)
     lines = (run_dir / "history.jsonl").read_text().splitlines()
     ops = [json.loads(x) for x in lines]  # every line whole
     open_ops: dict[object, str] = {}
@@ -118,7 +120,7 @@ def test_sigkill_mid_fault_then_heal_and_cleanup(tmp_path: Path, images) -> None
     assert client.containers.list(all=True, filters={"label": [LABEL]}) == []
     assert client.volumes.list(filters={"label": [LABEL]}) == []
     # The history written before the crash is intact up to its last complete line.
-    (run_dir,) = list(tmp_path.iterdir())
+    (run_dir,) = run_dirs(tmp_path)
     from kafka_trial.contracts.history import read_history
 
     assert any(o.f == "partition" for o in read_history(run_dir / "history.jsonl").ops)

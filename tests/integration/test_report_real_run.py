@@ -1,6 +1,7 @@
 """`kafka-trial run` writes report.html after its analysis; the report of a real
 acks=1 run under leader kills and isolation loads in headless Chromium with no
-console message and no request leaving the file, and draws the faults it suffered."""
+console message and no request leaving the file, and draws the faults it suffered.
+The same run writes JUnit XML and points runs/latest at itself."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from junitparser import JUnitXml
 
 from tests.browser import load
 from tests.integration.runs import RUN_LIMIT_S, the_run_dir
@@ -17,10 +20,12 @@ def test_run_writes_a_report_that_loads_offline(tmp_path: Path, images) -> None:
     cmd = [
         sys.executable, "-m", "kafka_trial", "run", "--preset", "acks1", "--duration", "20",
         "--seed", "3", "--runs-dir", str(tmp_path / "runs"),
+        "--junitxml", str(tmp_path / "junit.xml"),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S)
     assert done.returncode in (0, 1), done.stderr[-3000:]  # valid or invalid, not unknown
     run = the_run_dir(tmp_path)
+    assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
     page = run / "report.html"
     assert f"report: {page}" in done.stdout, done.stdout[-2000:]
     results = json.loads((run / "results.json").read_text())
@@ -35,3 +40,7 @@ def test_run_writes_a_report_that_loads_offline(tmp_path: Path, images) -> None:
         if a["count"]:
             assert f'id="a-{name}"' in got.dom, name
     assert page.stat().st_size < 1_000_000
+    # The same verdict for CI: a failing case per forbidden anomaly found.
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "junit.xml"))))
+    forbidden = set(results["forbidden_seen"])
+    assert {c.name for c in suite if not c.is_passed} - {"history"} == forbidden

@@ -12,6 +12,8 @@ import yaml
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.naming import LABEL
 
+from tests.rundirs import run_dirs
+
 
 def _run(tmp_path: Path, config: dict) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
@@ -46,7 +48,7 @@ def test_broker_that_never_starts(tmp_path: Path, images) -> None:
     assert last.startswith("kafka-trial: broker ") and " exited: " in last, last
     assert "fix: read logs/kafka-N.log" in last
     _no_leftovers()
-    (run_dir,) = list((tmp_path / "runs").iterdir())
+    (run_dir,) = run_dirs(tmp_path / "runs")
     log = (run_dir / "logs" / "kafka-1.log").read_text()
     assert "num.network.threads" in log  # the cause is in the collected log
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.rundirs import run_dirs
+
 
 def kt(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
@@ -44,7 +46,7 @@ def test_missing_docker_engine(tmp_path: Path) -> None:
     assert "no Docker engine answers at unix:///nonexistent/docker.sock" in last
     assert "fix:" in last
     # The run directory keeps the spec, so the failed attempt is on record.
-    (run_dir,) = list(tmp_path.iterdir())
+    (run_dir,) = run_dirs(tmp_path)
     assert (run_dir / "spec.json").exists()
 
 

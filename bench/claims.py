@@ -12,30 +12,10 @@ import argparse
 import tempfile
 import time
 
-from kafka_trial.harness.presets import PRESETS, preset
+from kafka_trial.harness.presets import CLAIMS, PRESETS, preset
 from kafka_trial.harness.runner import new_run_dir, run
 from kafka_trial.harness.spec import _merge, build_spec
 from kafka_trial.spark_analysis.job import analyze
-
-CLAIMS = {
-    "safe": "C4",
-    "acks0": "C1",
-    "acks1": "C2",
-    "min-isr-1": "C3",
-    "unclean": "C5",
-    "no-idempotence-retries": "C6",
-    "inflight-reorder": "C7",
-    "idempotent-retries": "C8",
-    "producer-restart-resend": "C9",
-    "leader-epoch": "C12",
-    "hw-visibility": "C13",
-    "rebalance": "C18",
-    "auto-commit": "C16",
-    "commit-after-process": "C17",
-    "commit-before-process": "C19",
-    "txn": "C10",
-    "eos-copier": "C11",
-}
 
 
 def main() -> None:
@@ -58,7 +38,7 @@ def main() -> None:
             rows.append(
                 (
                     name,
-                    CLAIMS.get(name, "-"),
+                    CLAIMS[name].id if name in CLAIMS else "-",
                     ",".join(spec.nemesis.faults),
                     seen,
                     sorted(spec.check.allowed),

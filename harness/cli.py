@@ -1,4 +1,4 @@
-"""kafka-trial: run | analyze | finish | report | heal | cleanup | images."""
+"""kafka-trial: run | analyze | finish | report | presets | heal | cleanup | images."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import faulthandler
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -173,6 +174,24 @@ def _cmd_report(a: argparse.Namespace) -> int:
     return exit_code(valid)
 
 
+def _cmd_presets(a: argparse.Namespace) -> int:
+    from kafka_trial.harness.presets import CLAIMS
+
+    for name, data in PRESETS.items():
+        claim = CLAIMS.get(name)
+        faults = ", ".join(data.get("nemesis", {}).get("faults", [])) or "none"
+        allowed = ", ".join(data.get("check", {}).get("allowed", [])) or "nothing"
+        print(f"{name}")
+        if claim is not None:
+            print(f"  claim {claim.id}: {claim.text}")
+            names = ", ".join(claim.anomalies)
+            how = "can appear" if claim.expected == "anomaly" else "must never appear"
+            print(f"  expect: {names} {how}")
+        print(f"  faults: {faults}")
+        print(f"  allowed: {allowed}")
+    return 0
+
+
 def _cmd_heal(a: argparse.Namespace) -> int:
     from kafka_trial.cluster.leftovers import heal_leftovers
 
@@ -286,6 +305,8 @@ def parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     rp.set_defaults(fn=_cmd_report)
+    ps = sub.add_parser("presets", help="list the presets: each one's claim, faults, allowed")
+    ps.set_defaults(fn=_cmd_presets)
     h = sub.add_parser("heal", help="heal clusters a crashed run left behind")
     h.set_defaults(fn=_cmd_heal)
     c = sub.add_parser("cleanup", help="remove what crashed runs left behind")
@@ -308,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     except TrialError as e:
         print(e.one_line(), file=sys.stderr)
         return 3
+    except BrokenPipeError:
+        # The reader left (`| head`): no traceback; stdout points nowhere from here on.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt as e:
         print(f"kafka-trial: interrupted ({e or 'Ctrl-C'}); cluster cleaned up", file=sys.stderr)
         return 130

@@ -322,8 +322,12 @@ def _claim(claim: Any, results: dict[str, Any] | None) -> str:
             )
     return (
         f'<p class="claim"><b>Claim {claim.id}</b>: {_e(claim.text)} '
-        f"(expected: {_e(claim.expected)} of {_e(', '.join(claim.anomalies))}). "
-        f"<b>{_e(borne)}</b></p>"
+        + (
+            f"(expected: {_e(', '.join(claim.anomalies))} can appear). "
+            if claim.expected == "anomaly"
+            else f"(expected: never {_e(', '.join(claim.anomalies))}). "
+        )
+        + f"<b>{_e(borne)}</b></p>"
     )
 
 

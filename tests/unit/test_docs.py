@@ -29,3 +29,15 @@ def test_cli_help_lists_the_registries() -> None:
     helps = {a.dest: a.help or "" for a in run._actions}
     assert all(name in helps["nemesis"] for name in catalog.PACKAGES)
     assert all(name in helps["allow"] for name in anomalies.ANOMALY_TYPES)
+
+
+def test_presets_command_lists_every_preset_with_its_claim(capsys) -> None:
+    from kafka_trial.harness.cli import main
+    from kafka_trial.harness.presets import CLAIMS, PRESETS
+
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for name in PRESETS:
+        assert f"\n{name}\n" in f"\n{out}", name
+        assert f"claim {CLAIMS[name].id}: " in out
+    assert "  faults: kill-leader, isolate-broker, pause\n" in out  # safe's

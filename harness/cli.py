@@ -72,7 +72,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
     spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
     run_dir = new_run_dir(spec)
     outcome = run(spec, run_dir)
-    print(f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s; phases {outcome.phase_s}")
+    phases = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phase_s.items())
+    print(f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s; phases: {phases}")
     if a.no_analyze:
         print(f"run dir: {run_dir}")
         return 0

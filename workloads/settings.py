@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from kafka_trial.contracts.settings import Frozen
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 
 class ProducerSpec(Frozen):
@@ -37,6 +37,12 @@ class ProducerSpec(Frozen):
     txn_poll: bool = Field(
         False, description="each transaction reads its own partitions before it ends"
     )
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_as_written(cls, v: object) -> object:
+        # `acks: 1` unquoted in YAML is an int; Kafka's own configs take it either way.
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
     @model_validator(mode="after")
     def _idempotence_needs(self) -> ProducerSpec:

@@ -113,3 +113,32 @@ def test_every_example_config_loads() -> None:
     assert len(examples) >= 5
     for path in examples:
         assert load_spec(path, None, None).name == path.stem
+
+
+def test_every_config_error_at_once_with_its_line_and_a_suggestion(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text(
+        "seed: 7\nproducer:\n  retriez: 3\n  idempotence: false\ntopic:\n  partitions: -1\n"
+        "nemesis:\n  faults: kill-leader\n"
+    )
+    with pytest.raises(TrialError) as e:
+        load_spec(p)
+    line = e.value.one_line()
+    assert "\n" not in line and "fix:" in line
+    assert f"3 bad {p} values" in line
+    assert "unknown key producer.retriez (did you mean producer.retries?) (line 3)" in line
+    assert "topic.partitions: must be greater than or equal to 1 (line 6)" in line
+    assert "nemesis.faults: must be a list (line 8)" in line
+    assert "valid tuple" not in line and "Input should" not in line
+
+
+def test_acks_written_unquoted_in_yaml_is_accepted(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text("producer:\n  acks: 1\n  idempotence: false\n")
+    assert load_spec(p).producer.acks == "1"
+    p.write_text("producer:\n  acks: 0\n  idempotence: false\n")
+    assert load_spec(p).producer.acks == "0"
+    p.write_text("producer:\n  acks: 2\n  idempotence: false\n")
+    with pytest.raises(TrialError) as e:
+        load_spec(p)
+    assert "producer.acks: must be '0', '1' or 'all' (line 2)" in e.value.one_line()

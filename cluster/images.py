@@ -23,6 +23,7 @@ from pathlib import Path
 
 from docker.errors import BuildError, ImageNotFound
 from kafka_trial.cluster.settings import ClusterSpec
+from kafka_trial.contracts import host
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.host import apt_install
 from kafka_trial.contracts.log import log
@@ -40,7 +41,7 @@ def _docker_dir() -> Path:
     raise TrialError("kafka-trial's Dockerfiles are missing", "reinstall kafka-trial")
 
 
-CACHE = Path(os.environ.get("KAFKA_TRIAL_CACHE", Path.home() / ".cache" / "kafka-trial"))
+CACHE = host.CACHE
 DEBIAN_MIRROR = os.environ.get("KAFKA_TRIAL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 JRE_SUITE = "bookworm"
 JRE_PACKAGES = ("openjdk-17-jre-headless",)
@@ -380,6 +381,8 @@ def toxiproxy_image(client: docker.DockerClient, version: str) -> str:
 
 
 def ensure_images(client: docker.DockerClient, spec: ClusterSpec) -> Images:
-    tp = toxiproxy_image(client, spec.toxiproxy_version)
-    kafka, version = kafka_image(client, spec)
+    # Two processes building the same image or jar cache would corrupt it.
+    with host.host_lock("images", "building or checking kafka-trial's images"):
+        tp = toxiproxy_image(client, spec.toxiproxy_version)
+        kafka, version = kafka_image(client, spec)
     return Images(kafka=kafka, toxiproxy=tp, kafka_version=version)

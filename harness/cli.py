@@ -1,4 +1,4 @@
-"""kafka-trial: run | analyze | finish | report | presets | heal | cleanup | images."""
+"""kafka-trial: run | campaign | analyze | finish | report | presets | heal | cleanup | images."""
 
 from __future__ import annotations
 
@@ -107,6 +107,77 @@ def _write_html(run_dir: Path, out_dir: Path) -> None:
             f"rerun `kafka-trial report {out_dir}` and file an issue with the error",
             file=sys.stderr,
         )
+
+
+def _cmd_campaign(a: argparse.Namespace) -> int:
+    from kafka_trial.harness import campaign as cp
+    from kafka_trial.harness.html_report import write_report
+    from kafka_trial.harness.runner import run, signals_interrupt
+    from kafka_trial.harness.spec import RunSpec
+    from kafka_trial.spark_analysis.job import analyze
+
+    if a.resume:
+        camp_dir = Path(a.resume)
+        saved = camp_dir / cp.CAMPAIGN_FILE
+        if not saved.is_file():
+            raise TrialError(f"{saved} is missing", "pass a directory `campaign` wrote")
+        spec = cp.CampaignSpec.model_validate(json.loads(saved.read_text())["spec"])
+        origin = None
+    else:
+        over: dict[str, Any] = {}
+        if a.presets:
+            over["presets"] = [x for x in a.presets.split(",") if x]
+        if a.configs:
+            over["configs"] = [str(Path(x).resolve()) for x in a.configs.split(",") if x]
+        if a.nemesis is not None:
+            over["nemesis"] = [x if x != "none" else "" for x in a.nemesis.split(";")]
+        if a.seeds is not None:
+            over["seeds"] = a.seeds
+        if a.kafka_version:
+            over["kafka_versions"] = [x for x in a.kafka_version.split(",") if x]
+        if a.duration is not None:
+            over["duration_s"] = a.duration
+        spec = cp.load_campaign(a.config, over)
+        origin = Path(a.config).resolve() if a.config else None
+        # Config files are found from the campaign file; saved absolute, so --resume can.
+        spec = spec.model_copy(
+            update={"configs": tuple(str(cp.config_path(c, origin)) for c in spec.configs)}
+        )
+        cp.entries(spec, origin)  # every run's config is checked before anything starts
+        camp_dir = cp.new_campaign_dir(Path(a.runs_dir), spec.name)
+    print(f"campaign: {camp_dir}")
+
+    def run_one(run_spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+        run(run_spec, run_dir)
+        results = analyze(run_dir, a.spark_master, report=True)
+        write_report(run_dir)
+        return results
+
+    try:
+        with signals_interrupt():
+            state = cp.run_campaign(spec, camp_dir, run_one, resume=bool(a.resume))
+    except KeyboardInterrupt:
+        state = json.loads((camp_dir / cp.CAMPAIGN_FILE).read_text())
+        cp.write_index(camp_dir, state)
+        print(cp.summary_table(state))
+        print(
+            f"kafka-trial: campaign interrupted; finished runs are kept -- fix: "
+            f"kafka-trial campaign --resume {camp_dir}",
+            file=sys.stderr,
+        )
+        return 130
+    print(cp.summary_table(state))
+    print(f"index: {cp.write_index(camp_dir, state)}")
+    if a.junitxml:
+        from kafka_trial.harness.junit import write_junit
+
+        suites = [
+            (key, json.loads((camp_dir / key / "results.json").read_text()))
+            for key in state["order"]
+            if (camp_dir / key / "results.json").is_file()
+        ]
+        print(f"junit: {write_junit(Path(a.junitxml), suites)}")
+    return int(state["exit_code"])
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
@@ -306,6 +377,25 @@ def parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     rp.set_defaults(fn=_cmd_report)
+    cg = sub.add_parser(
+        "campaign",
+        help="run a matrix of runs (presets or configs x nemesis x seeds x Kafka versions)",
+    )
+    cg.add_argument("--config", "-c", help="campaign YAML (see examples/campaigns/)")
+    cg.add_argument("--presets", help="comma-separated presets")
+    cg.add_argument("--configs", help="comma-separated run config files")
+    cg.add_argument(
+        "--nemesis",
+        help="fault package lists separated by ';', each comma-separated (none: no faults)",
+    )
+    cg.add_argument("--seeds", type=int, help="run each entry with seeds 0..N-1")
+    cg.add_argument("--kafka-version", help="comma-separated versions, e.g. 4,3.9")
+    cg.add_argument("--duration", type=float, help="every run's fault phase, seconds")
+    cg.add_argument("--runs-dir", default="runs", help="where the campaign directory goes")
+    cg.add_argument("--resume", metavar="DIR", help="run what a campaign directory is missing")
+    cg.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    _junit_flag(cg)
+    cg.set_defaults(fn=_cmd_campaign)
     ps = sub.add_parser("presets", help="list the presets: each one's claim, faults, allowed")
     ps.set_defaults(fn=_cmd_presets)
     h = sub.add_parser("heal", help="heal clusters a crashed run left behind")

@@ -1,0 +1,320 @@
+"""A campaign: a matrix of runs (presets or config files x nemesis packages x seeds x
+Kafka versions), one after another, each judged and reported, with one summary.
+
+CAMPAIGN_DIR/
+  campaign.json       the matrix and every run's outcome, rewritten after each run
+  index.html          links to every run's report.html
+  <run key>/          one run directory per matrix entry (history, results, report)
+
+Runs that finished keep their results when the campaign is interrupted;
+`kafka-trial campaign --resume DIR` runs what is missing. Each run starts its own
+cluster: reusing a warm one between runs is not done yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.settings import Frozen
+from kafka_trial.harness.presets import CLAIMS, preset
+from kafka_trial.harness.spec import RunSpec, _merge, build_spec
+from pydantic import Field, ValidationError
+
+CAMPAIGN_FILE = "campaign.json"
+
+
+class CampaignSpec(Frozen):
+    name: str = Field("campaign", pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    presets: tuple[str, ...] = ()
+    configs: tuple[str, ...] = Field((), description="run config files (relative to this file)")
+    nemesis: tuple[str, ...] = Field(
+        (), description="fault package lists, each comma-separated; empty: each run's own"
+    )
+    seeds: int | tuple[int, ...] = Field(1, description="a count (0..N-1) or a list of seeds")
+    kafka_versions: tuple[str, ...] = Field((), description="empty: each run's own")
+    duration_s: float | None = Field(None, gt=0, description="every run's fault phase")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="applied to every run")
+
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str  # the run directory's name in the campaign directory
+    config: dict[str, Any]
+
+
+def config_path(source: str, origin: Path | None) -> Path:
+    p = Path(source)
+    return p if p.is_absolute() or origin is None else origin.parent / p
+
+
+def _base(source: str, origin: Path | None) -> tuple[str, dict[str, Any]]:
+    """(label, config) of a preset name or a config file."""
+    if source.endswith((".yaml", ".yml", ".json")):
+        p = config_path(source, origin)
+        if not p.is_file():
+            raise TrialError(f"campaign config file {p} does not exist", "fix its path")
+        data = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(data, dict):
+            raise TrialError(f"config file {p} must hold a mapping", "write key: value pairs")
+        return p.stem, data
+    return source, dict(preset(source))
+
+
+def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
+    """The matrix, in order; every entry's config is validated before anything runs."""
+    sources = [*spec.presets, *spec.configs]
+    if not sources:
+        raise TrialError("the campaign names no presets or configs", "add presets: or configs:")
+    out: list[Entry] = []
+    faults: list[str | None] = list(spec.nemesis) or [None]
+    versions: list[str | None] = list(spec.kafka_versions) or [None]
+    problems: list[str] = []
+    for source, nem, seed, version in itertools.product(
+        sources, faults, spec.seed_list(), versions
+    ):
+        label, base = _base(source, origin)
+        over: dict[str, Any] = {"seed": seed}
+        if spec.duration_s is not None:
+            over["duration_s"] = spec.duration_s
+        if version:
+            over.setdefault("cluster", {})["kafka_version"] = version
+        if nem is not None:
+            over.setdefault("nemesis", {})["faults"] = [x for x in nem.split(",") if x]
+        config = _merge(_merge(base, spec.overrides), over)
+        parts = [label]
+        if nem is not None:
+            parts.append(nem.replace(",", "+") or "no-faults")
+        parts.append(f"s{seed}")
+        if version:
+            parts.append(f"k{version}")
+        key = "-".join(parts)
+        try:
+            build_spec(config, source=key)
+        except TrialError as e:
+            problems.append(e.problem)
+        out.append(Entry(key, config))
+    if problems:
+        raise TrialError("; ".join(problems), "fix the campaign's runs named above")
+    if len({e.key for e in out}) != len(out):
+        raise TrialError("the campaign lists the same run twice", "remove the duplicate")
+    return out
+
+
+def load_campaign(path: str | Path | None, over: dict[str, Any]) -> CampaignSpec:
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise TrialError(f"campaign file {p} does not exist", "pass an existing YAML file")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise TrialError(
+                f"campaign file {p} is not valid YAML: {str(e).splitlines()[0]}", "fix its syntax"
+            ) from None
+    try:
+        return CampaignSpec.model_validate({**data, **over})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise TrialError(
+            f"bad campaign value at {where}: {err['msg']}", f"correct {where}"
+        ) from None
+
+
+# ---------------------------------------------------------------- running
+
+
+RunOne = Callable[[RunSpec, Path], dict[str, Any]]
+
+
+def verdict_code(valid: Any) -> int:
+    return 0 if valid is True else 1 if valid is False else 2
+
+
+def worst(codes: list[int]) -> int:
+    """Setup problems (3) > invalid (1) > unknown (2) > valid (0), as the CI examples."""
+    for c in (3, 1, 2):
+        if c in codes:
+            return c
+    return 0
+
+
+def _summary(spec: RunSpec, results: dict[str, Any]) -> dict[str, Any]:
+    an = results.get("anomalies", {})
+    seen = {n: a["count"] for n, a in an.items() if a.get("count")}
+    allowed = set(results.get("allowed", []))
+    return {
+        "valid": results.get("valid"),
+        "forbidden": {n: c for n, c in seen.items() if n not in allowed},
+        "allowed": {n: c for n, c in seen.items() if n in allowed},
+        "problems": results.get("problems", []),
+        "acked": (results.get("stats") or {}).get("send_outcomes", {}).get("ok", 0),
+    }
+
+
+def _settings(spec: RunSpec) -> str:
+    p, t = spec.producer, spec.topic
+    faults = ",".join(spec.nemesis.faults) or "none"
+    return (
+        f"acks={p.acks} idem={str(p.idempotence).lower()} rf={t.replication_factor} "
+        f"isr={t.min_insync_replicas} faults={faults}"
+    )
+
+
+def _save(camp_dir: Path, state: dict[str, Any]) -> None:
+    tmp = camp_dir / (CAMPAIGN_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, default=str))
+    os.replace(tmp, camp_dir / CAMPAIGN_FILE)
+
+
+def new_campaign_dir(runs_dir: Path, name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    d = runs_dir / f"{stamp}-campaign-{name}"
+    d.mkdir(parents=True, exist_ok=False)
+    return d
+
+
+def run_campaign(
+    spec: CampaignSpec,
+    camp_dir: Path,
+    run_one: RunOne,
+    origin: Path | None = None,
+    resume: bool = False,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run every entry not already done; campaign.json after each. Returns the state.
+    A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the campaign after the run in progress
+    has healed and cleaned up; the state then says `interrupted`."""
+    matrix = entries(spec, origin)
+    path = camp_dir / CAMPAIGN_FILE
+    state: dict[str, Any] = (
+        json.loads(path.read_text())
+        if resume and path.is_file()
+        else {"spec": spec.model_dump(), "runs": {}}
+    )
+    state["status"] = "running"
+    state["order"] = [e.key for e in matrix]
+    _save(camp_dir, state)
+    for i, e in enumerate(matrix, 1):
+        done = state["runs"].get(e.key)
+        if done and done.get("status") == "done":
+            say(f"[{i}/{len(matrix)}] {e.key}: done before, {done.get('verdict')}")
+            continue
+        run_dir = camp_dir / e.key
+        if run_dir.exists():
+            # An interrupted attempt: keep its history beside the new one.
+            n = sum(1 for p in camp_dir.glob(f"{e.key}.interrupted-*"))
+            shutil.move(str(run_dir), str(camp_dir / f"{e.key}.interrupted-{n + 1}"))
+        run_dir.mkdir()
+        run_spec = build_spec(e.config, source=e.key)
+        say(f"[{i}/{len(matrix)}] {e.key}: {_settings(run_spec)}")
+        t0 = time.monotonic()
+        rec: dict[str, Any] = {"run_dir": e.key, "settings": _settings(run_spec)}
+        state["runs"][e.key] = {**rec, "status": "running"}
+        _save(camp_dir, state)
+        try:
+            results = run_one(run_spec, run_dir)
+            rec.update(_summary(run_spec, results), status="done")
+            rec["code"] = verdict_code(results.get("valid"))
+            rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
+        except KeyboardInterrupt:
+            rec.update(status="interrupted", time_s=round(time.monotonic() - t0, 1))
+            state["runs"][e.key] = rec
+            state["status"] = "interrupted"
+            _save(camp_dir, state)
+            raise
+        except TrialError as err:
+            rec.update(status="done", code=3, verdict="setup problem", error=err.one_line())
+        rec["time_s"] = round(time.monotonic() - t0, 1)
+        state["runs"][e.key] = rec
+        _save(camp_dir, state)
+        say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
+    state["status"] = "done"
+    state["exit_code"] = worst([r["code"] for r in state["runs"].values() if "code" in r])
+    _save(camp_dir, state)
+    return state
+
+
+# ---------------------------------------------------------------- output
+
+
+def summary_table(state: dict[str, Any]) -> str:
+    rows = [("run", "settings", "verdict", "forbidden seen", "allowed seen", "acked", "time")]
+    for key in state.get("order", []):
+        r = state["runs"].get(key, {})
+        fmt = lambda d: ", ".join(f"{n} {c}" for n, c in (d or {}).items()) or "-"  # noqa: E731
+        rows.append(
+            (
+                key,
+                r.get("settings", ""),
+                r.get("verdict", r.get("status", "not run")),
+                fmt(r.get("forbidden")),
+                fmt(r.get("allowed")),
+                str(r.get("acked", "")),
+                f"{r['time_s']:.0f}s" if "time_s" in r else "",
+            )
+        )
+    widths = [min(max(len(row[i]) for row in rows), 48) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell[:48].ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def write_index(camp_dir: Path, state: dict[str, Any]) -> Path:
+    """index.html: every run with its verdict, linked to its report (relative links)."""
+    rows = []
+    for key in state.get("order", []):
+        r = state["runs"].get(key, {})
+        name = key.split("-s")[0]
+        claim = CLAIMS.get(name)
+        report = Path(key) / "report.html"
+        link = (
+            f'<a href="{escape(str(report))}">{escape(key)}</a>'
+            if (camp_dir / report).is_file()
+            else escape(key)
+        )
+        forbidden = ", ".join(f"{n} {c}" for n, c in (r.get("forbidden") or {}).items())
+        allowed = ", ".join(f"{n} {c}" for n, c in (r.get("allowed") or {}).items())
+        verdict = r.get("verdict", r.get("status", "not run"))
+        cls = {"valid": "ok", "INVALID": "bad"}.get(verdict, "unk")
+        rows.append(
+            f'<tr class="{cls}"><td>{link}</td><td>{escape(claim.id if claim else "")}</td>'
+            f"<td>{escape(r.get('settings', ''))}</td><td>{escape(str(verdict))}</td>"
+            f"<td>{escape(forbidden or '-')}</td><td>{escape(allowed or '-')}</td>"
+            f"<td>{escape(str(r.get('time_s', '')))}</td></tr>"
+        )
+    html = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>kafka-trial campaign {escape(camp_dir.name)}</title>"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'\">"
+        "<style>body{font:13px system-ui,sans-serif;margin:16px}table{border-collapse:"
+        "collapse}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
+        "tr.ok td:nth-child(4){background:#e3f4e3}tr.bad td:nth-child(4){background:#fbe0e0}"
+        "tr.unk td:nth-child(4){background:#fff2cc}</style></head><body>"
+        f"<h1>Campaign {escape(camp_dir.name)}: {escape(str(state.get('status')))}</h1>"
+        "<table><thead><tr><th>run</th><th>claim</th><th>settings</th><th>verdict</th>"
+        "<th>forbidden seen</th><th>allowed seen</th><th>time (s)</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></body></html>\n"
+    )
+    out = camp_dir / "index.html"
+    out.write_text(html)
+    return out

@@ -1,0 +1,42 @@
+"""`kafka-trial campaign` for real: two presets on real clusters, one after the
+other, each judged and reported, with the summary, campaign.json, index.html and
+JUnit XML, and the worst verdict as the exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from junitparser import JUnitXml
+
+from tests.integration.runs import RUN_LIMIT_S
+
+
+def test_a_two_run_campaign(tmp_path: Path, images) -> None:
+    cmd = [
+        sys.executable, "-m", "kafka_trial", "campaign", "--presets", "safe,acks0",
+        "--duration", "10", "--runs-dir", str(tmp_path / "runs"),
+        "--junitxml", str(tmp_path / "junit.xml"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=2 * RUN_LIMIT_S)
+    (camp,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    state = json.loads((camp / "campaign.json").read_text())
+    assert state["status"] == "done", done.stderr[-3000:]
+    assert state["order"] == ["safe-s0", "acks0-s0"]
+    codes = []
+    for key in state["order"]:
+        r = state["runs"][key]
+        assert r["status"] == "done" and "code" in r, r
+        results = json.loads((camp / key / "results.json").read_text())
+        assert results["stats"]["send_outcomes"].get("ok", 0) > 0
+        assert (camp / key / "report.html").is_file()
+        codes.append(r["code"])
+    assert done.returncode == state["exit_code"]
+    assert state["exit_code"] == (1 if 1 in codes else 2 if 2 in codes else 0)
+    assert "safe-s0" in done.stdout and "acks0-s0" in done.stdout  # the summary table
+    index = (camp / "index.html").read_text()
+    assert '<a href="safe-s0/report.html">' in index and '<a href="acks0-s0/report.html">' in index
+    suites = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    assert [s.name for s in suites] == ["safe-s0", "acks0-s0"]

@@ -1,0 +1,133 @@
+"""The campaign's matrix, bookkeeping, interruption and resume, with a stand-in for
+the run itself (the real thing is tests/integration/test_campaign_command.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_trial.checkers.anomalies import ANOMALY_TYPES
+from kafka_trial.contracts.errors import TrialError
+from kafka_trial.harness import campaign as cp
+from kafka_trial.harness.cli import main
+from kafka_trial.harness.spec import RunSpec
+
+
+def _results(valid: Any, lost: int = 0) -> dict[str, Any]:
+    an = {n: {"count": 0, "examples": []} for n in ANOMALY_TYPES}
+    an["lost-write"]["count"] = lost
+    allowed = ["lost-write", "unseen"] if valid is True and lost else []
+    return {"valid": valid, "anomalies": an, "allowed": allowed, "stats": {}}
+
+
+class FakeRuns:
+    """Records what ran; the acks0 preset loses writes, everything else is clean."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.ran: list[tuple[str, int]] = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+        if self.interrupt_at is not None and len(self.ran) == self.interrupt_at:
+            (run_dir / "history.jsonl").write_text('{"partial": true}\n')
+            raise KeyboardInterrupt
+        self.ran.append((spec.name, spec.seed))
+        (run_dir / "report.html").write_text("<html></html>")
+        return _results(False, 3) if spec.name == "acks0" else _results(True)
+
+
+def test_the_matrix_is_sources_by_nemesis_by_seeds_by_versions() -> None:
+    spec = cp.CampaignSpec(
+        presets=("safe", "acks1"),
+        nemesis=("kill-leader", "pause,isolate-broker"),
+        seeds=2,
+        kafka_versions=("4", "3.9"),
+        duration_s=20,
+    )
+    es = cp.entries(spec)
+    assert len(es) == 2 * 2 * 2 * 2
+    assert es[0].key == "safe-kill-leader-s0-k4"
+    assert "acks1-pause+isolate-broker-s1-k3.9" in {e.key for e in es}
+    e = next(e for e in es if e.key == "acks1-pause+isolate-broker-s1-k3.9")
+    assert e.config["nemesis"]["faults"] == ["pause", "isolate-broker"]
+    assert e.config["cluster"]["kafka_version"] == "3.9" and e.config["seed"] == 1
+    assert e.config["duration_s"] == 20 and e.config["producer"]["acks"] == "1"
+
+
+def test_every_bad_run_is_named_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(TrialError, match="unknown preset nope"):
+        cp.entries(cp.CampaignSpec(presets=("safe", "nope")))
+    with pytest.raises(TrialError, match="unknown nemesis meteor"):
+        cp.entries(cp.CampaignSpec(presets=("safe",), nemesis=("meteor",)))
+
+
+def test_config_files_are_found_beside_the_campaign_file(tmp_path: Path) -> None:
+    (tmp_path / "mine.yaml").write_text("producer:\n  acks: '1'\n  idempotence: false\n")
+    camp = tmp_path / "c.yaml"
+    camp.write_text("configs: [mine.yaml]\nseeds: [7]\n")
+    spec = cp.load_campaign(camp, {})
+    (e,) = cp.entries(spec, camp)
+    assert e.key == "mine-s7" and e.config["producer"]["acks"] == "1"
+
+
+def test_a_campaign_records_every_run_and_exits_with_the_worst_verdict(tmp_path: Path) -> None:
+    spec = cp.CampaignSpec(presets=("safe", "acks0"), seeds=2)
+    runs = FakeRuns()
+    state = cp.run_campaign(spec, tmp_path, runs, say=lambda s: None)
+    assert runs.ran == [("safe", 0), ("safe", 1), ("acks0", 0), ("acks0", 1)]
+    assert state["status"] == "done" and state["exit_code"] == 1
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["runs"]["acks0-s1"]["forbidden"] == {"lost-write": 3}
+    assert saved["runs"]["safe-s0"]["verdict"] == "valid"
+    table = cp.summary_table(saved)
+    assert "acks0-s0" in table and "INVALID" in table and "lost-write 3" in table
+    index = cp.write_index(tmp_path, saved).read_text()
+    assert '<a href="acks0-s1/report.html">acks0-s1</a>' in index
+    assert "<td>C1</td>" in index  # acks0's claim
+
+
+def test_an_interrupted_campaign_keeps_what_finished_and_resumes_the_rest(
+    tmp_path: Path,
+) -> None:
+    spec = cp.CampaignSpec(presets=("safe", "acks0"))
+    first = FakeRuns(interrupt_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        cp.run_campaign(spec, tmp_path, first, say=lambda s: None)
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["status"] == "interrupted"
+    assert saved["runs"]["safe-s0"]["status"] == "done"
+    assert saved["runs"]["acks0-s0"]["status"] == "interrupted"
+    second = FakeRuns()
+    state = cp.run_campaign(spec, tmp_path, second, resume=True, say=lambda s: None)
+    assert second.ran == [("acks0", 0)]  # only what was missing
+    assert state["status"] == "done" and state["exit_code"] == 1
+    # The interrupted attempt's history is kept beside the new run.
+    kept = tmp_path / "acks0-s0.interrupted-1" / "history.jsonl"
+    assert kept.read_text() == '{"partial": true}\n'
+
+
+def test_worst_verdict_order() -> None:
+    assert cp.worst([0, 2, 0]) == 2 and cp.worst([2, 1]) == 1 and cp.worst([1, 3]) == 3
+    assert cp.worst([]) == 0
+
+
+def test_campaign_command_refuses_a_bad_matrix_before_starting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["campaign", "--presets", "safe,nope", "--runs-dir", str(tmp_path)])
+    assert code == 3
+    assert "unknown preset nope" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing started
+
+
+@pytest.mark.parametrize("name", ["claims.yaml", "short.yaml"])
+def test_the_example_campaigns_are_valid(name: str) -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "campaigns" / name
+    es = cp.entries(cp.load_campaign(path, {}), path)
+    assert es
+    if name == "claims.yaml":
+        from kafka_trial.harness.presets import PRESETS
+
+        assert {e.key.removesuffix("-s0") for e in es} == set(PRESETS)

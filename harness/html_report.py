@@ -579,6 +579,23 @@ def explain(
             )
         elif value is not None and data is not None and not at:
             parts.append(f"No read returned any record at partition {pos[1]} offset {pos[2]}.")
+    if None not in pos and data is not None:
+        past = [
+            r
+            for r in _ops_of(data, "past_position")
+            if (r.get("p_topic"), r.get("p_partition"), r.get("p_offset")) == pos
+        ]
+        if past and not reads:
+            parts.append(
+                f"Reads that went past offset {pos[2]} first: "
+                + "; ".join(
+                    f"{_e(r.get('role') or 'consumer')} process {_e(r.get('process'))} read "
+                    f"offset {_e(r.get('offset'))} (value {_e(r.get('value'))}, op "
+                    f"#{_e(r.get('index'))}, {_s(r.get('time'))})"
+                    for r in past
+                )
+                + "."
+            )
     if name == "lost-write":
         reason = ex.get("reason")
         if reason == "read past":

@@ -232,4 +232,44 @@ def _witnesses(fr: Frames, paired: DataFrame, anomalies: dict[str, Any]) -> dict
             .limit(MAX_WITNESS_ROWS * len(positions))
         )
         out["at_position"] = [r.asDict() for r in at.collect()]
+        out["past_position"] = _first_reads_past(fr, times, positions)
     return out
+
+
+# Per example position: the first reads (by history order) that went beyond it.
+PAST_READS = 3
+
+
+def _first_reads_past(
+    fr: Frames, times: DataFrame, positions: list[tuple[str, int, int]]
+) -> list[dict[str, Any]]:
+    """The reads that reached beyond each position first: what proves a value missing
+    there was not merely late."""
+    spark = fr.reads.sparkSession
+    pos = spark.createDataFrame(positions, "p_topic string, p_partition long, p_offset long")
+    w = Window.partitionBy("p_topic", "p_partition", "p_offset").orderBy("index")
+    rows = (
+        fr.reads.join(
+            F.broadcast(pos),
+            (F.col("topic") == F.col("p_topic"))
+            & (F.col("partition") == F.col("p_partition"))
+            & (F.col("offset") > F.col("p_offset")),
+        )
+        .withColumn("n", F.row_number().over(w))
+        .filter(F.col("n") <= PAST_READS)
+        .join(times, "index", "left")
+        .select(
+            "p_topic",
+            "p_partition",
+            "p_offset",
+            "value",
+            "process",
+            "index",
+            "role",
+            "offset",
+            "time",
+        )
+        .orderBy("p_topic", "p_partition", "p_offset", "index")
+        .collect()
+    )
+    return [r.asDict() for r in rows]

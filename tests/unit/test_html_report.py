@@ -50,6 +50,8 @@ def test_a_lost_write_is_explained_with_its_witness_and_the_fault(spark, tmp_pat
     assert "Sent by process 0" in section and "<b>ok</b>" in section
     assert "No read ever returned this value" in section
     assert "kill leader brokers [1]" in section  # active between ack and reads
+    # The reads that prove it lost, not late: the first ones past its offset.
+    assert "Reads that went past offset 1 first: consumer process 1 read offset 2" in section
     # The fault band is on the timeline, with the witness marker.
     assert html.count('class="fault-band"') >= 2
     assert 'class="witness-marker"' in html

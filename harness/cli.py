@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+import yaml
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.harness.presets import PRESETS
@@ -52,6 +53,17 @@ def _overrides(a: argparse.Namespace) -> dict[str, Any]:
     if a.allow is not None:
         put("check.allowed", [x for x in a.allow.split(",") if x])
     put("check.spark_master", a.spark_master)
+    for item in a.set or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise TrialError(
+                f"--set {item!r} is not KEY=VALUE", "write e.g. --set producer.linger_ms=20"
+            )
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        put(key.strip(), value)
     return o
 
 
@@ -321,6 +333,13 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
         help=f"comma-separated anomaly types that do not fail the run: {', '.join(ANOMALY_TYPES)}",
     )
     p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any setting by its dotted config key, e.g. --set producer.linger_ms=20 "
+        "--set nemesis.faults=[pause] (repeatable; values are YAML)",
+    )
 
 
 def _junit_flag(p: argparse.ArgumentParser) -> None:

@@ -142,3 +142,19 @@ def test_acks_written_unquoted_in_yaml_is_accepted(tmp_path: Path) -> None:
     with pytest.raises(TrialError) as e:
         load_spec(p)
     assert "producer.acks: must be '0', '1' or 'all' (line 2)" in e.value.one_line()
+
+
+def test_any_setting_is_a_flag_by_its_dotted_key(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_trial.harness.cli import _overrides, main, parser
+
+    a = parser().parse_args(
+        ["run", "--set", "producer.linger_ms=20", "--set", "nemesis.faults=[pause, kill]",
+         "--set", "topic.unclean_leader_election=true", "--acks", "all"]
+    )  # fmt: skip
+    s = load_spec(None, _overrides(a))
+    assert s.producer.linger_ms == 20 and s.nemesis.faults == ("pause", "kill")
+    assert s.topic.unclean_leader_election is True
+    # A misspelt key is caught before anything starts, with a suggestion.
+    assert main(["images", "--set", "producer.lingr_ms=20"]) == 3
+    err = capsys.readouterr().err
+    assert "unknown key producer.lingr_ms (did you mean producer.linger_ms?)" in err

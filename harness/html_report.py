@@ -402,9 +402,10 @@ def _latency(data: dict[str, Any], axis: sp.Axis, bands: list[sp.Band]) -> str:
         axis,
         series,
         bands,
-        f"{main} latency per bucket, invoke to completion (log scale)",
+        f"{main} latency per bucket, invoke to completion (log scale; gaps: none completed)",
         "ms",
         log_scale=True,
+        max_gap=w * 1.5,
         colors={"p50": "#1f77b4", "p99": "#ff7f0e", "max": "#d62728"},
     )
 

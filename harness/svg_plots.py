@@ -154,7 +154,10 @@ def line_chart(
     unit: str,
     log_scale: bool = False,
     colors: dict[str, str] | None = None,
+    max_gap: float | None = None,
 ) -> str:
+    """Lines over time; with `max_gap`, points further apart than that (no data in
+    between, e.g. no op completed) are not joined."""
     height, top, bottom = 184, 34, 162
     ys = [y for pts in series.values() for _, y in pts]
     ymax = max(ys, default=1.0) or 1.0
@@ -174,8 +177,18 @@ def line_chart(
     legend_x = LEFT
     for i, (name, pts) in enumerate(series.items()):
         color = (colors or {}).get(name, PALETTE[i % len(PALETTE)])
-        if pts:
-            path = " ".join(f"{_num(axis.x(t))},{_num(sy(v))}" for t, v in sorted(pts))
+        runs: list[list[tuple[float, float]]] = []
+        for t, v in sorted(pts):
+            if runs and (max_gap is None or t - runs[-1][-1][0] <= max_gap):
+                runs[-1].append((t, v))
+            else:
+                runs.append([(t, v)])
+        for run in runs:
+            path = " ".join(f"{_num(axis.x(t))},{_num(sy(v))}" for t, v in run)
+            if len(run) == 1:  # a lone bucket is a dot, not an invisible line
+                x, y = path.split(",")
+                body.append(f'<circle cx="{x}" cy="{y}" r="1.5" fill="{color}"/>')
+                continue
             body.append(
                 f'<polyline fill="none" stroke="{color}" stroke-width="1.3" points="{path}">'
                 f"<title>{escape(name)}</title></polyline>"

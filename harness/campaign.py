@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kafka_trial.checkers.verdict import exit_code
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.settings import Frozen
 from kafka_trial.harness.presets import CLAIMS, preset
@@ -143,10 +144,6 @@ def load_campaign(path: str | Path | None, over: dict[str, Any]) -> CampaignSpec
 RunOne = Callable[[RunSpec, Path], dict[str, Any]]
 
 
-def verdict_code(valid: Any) -> int:
-    return 0 if valid is True else 1 if valid is False else 2
-
-
 def worst(codes: list[int]) -> int:
     """Setup problems (3) > invalid (1) > unknown (2) > valid (0), as the CI examples."""
     for c in (3, 1, 2):
@@ -155,7 +152,7 @@ def worst(codes: list[int]) -> int:
     return 0
 
 
-def _summary(spec: RunSpec, results: dict[str, Any]) -> dict[str, Any]:
+def _summary(results: dict[str, Any]) -> dict[str, Any]:
     an = results.get("anomalies", {})
     seen = {n: a["count"] for n, a in an.items() if a.get("count")}
     allowed = set(results.get("allowed", []))
@@ -230,8 +227,8 @@ def run_campaign(
         _save(camp_dir, state)
         try:
             results = run_one(run_spec, run_dir)
-            rec.update(_summary(run_spec, results), status="done")
-            rec["code"] = verdict_code(results.get("valid"))
+            rec.update(_summary(results), status="done")
+            rec["code"] = exit_code(results.get("valid"))
             rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
         except KeyboardInterrupt:
             rec.update(status="interrupted", time_s=round(time.monotonic() - t0, 1))

@@ -91,7 +91,7 @@ MICRO_OP_NAMES = _micro_op_names()
 # The same line read leniently, `value` as its JSON text: a line that fails even this
 # is not a JSON object or its index or time is not an integer. Only lines whose value
 # does not fit the micro-ops (the nemesis's) are read again this way.
-_LINE_SCHEMA = StructType(
+LINE_SCHEMA = StructType(
     [
         StructField("index", LongType()),
         StructField("time", LongType()),
@@ -197,7 +197,7 @@ def mark_damaged(rows: DataFrame, line: Column | None = None) -> DataFrame:
     )
     client_ok = F.col("_corrupt").isNull() & F.coalesce(micro_ok, F.lit(False))
     other_ok = F.when(F.col("_corrupt").isNull(), True).otherwise(
-        F.from_json("_corrupt", _LINE_SCHEMA, _PERMISSIVE)["_corrupt"].isNull()
+        F.from_json("_corrupt", LINE_SCHEMA, _PERMISSIVE)["_corrupt"].isNull()
     )
     ok = (
         F.col("index").isNotNull()

@@ -13,28 +13,16 @@ import json
 import math
 from typing import Any
 
-from kafka_trial.spark_analysis.history_frames import Frames
+from kafka_trial.spark_analysis.history_frames import LINE_SCHEMA, Frames
 from kafka_trial.spark_analysis.queue_checks import CLIENT_EVENTS
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 MAX_BUCKETS = 400
 MAX_EVENTS = 2000
 MAX_NEMESIS = 2000
 # Per witness value: the sends and reads of it, and the reads at its position.
 MAX_WITNESS_ROWS = 40
-
-_NEMESIS_LINE = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
-        StructField("value", StringType()),
-    ]
-)
 
 
 def _bucket_s(span_ns: int) -> int:
@@ -59,7 +47,7 @@ def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
     rows = (
         spark.read.text(uri)
         .filter(F.col("value").contains("nemesis"))
-        .select(F.from_json("value", _NEMESIS_LINE).alias("j"))
+        .select(F.from_json("value", LINE_SCHEMA).alias("j"))
         .select("j.*")
         .filter(F.col("process") == "nemesis")
         .orderBy("index")

@@ -113,12 +113,27 @@ class Cluster:
             "bootstrap": [self.bootstrap_for(k) for k in range(self.spec.client_lanes)],
         }
 
-    def collect_logs(self, dest: Path) -> None:
+    def collect_logs(self, dest: Path, since: float | None = None) -> None:
+        """Every container's output, or only what it wrote from `since` (epoch seconds)
+        on: a warm cluster serves several runs, and each keeps its own part."""
         dest.mkdir(parents=True, exist_ok=True)
+        extra: dict[str, Any] = {} if since is None else {"since": int(since)}
         for b in self.brokers.values():
             for fname, c in b.log_paths().items():
                 with contextlib.suppress(NotFound, APIError):
-                    (dest / fname).write_bytes(c.logs(timestamps=True))
+                    (dest / fname).write_bytes(c.logs(timestamps=True, **extra))
+
+    def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:
+        """Best effort: a warm cluster sheds a finished run's topics, so their replicas
+        stop fetching while the next run's faults strike."""
+        if not names:
+            return
+        futures = self.admin().delete_topics(list(names), operation_timeout=timeout_s)
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout_s)
+            except Exception as e:  # the next run uses other names anyway
+                log(f"could not delete topic {name}: {e}")
 
     def teardown(self) -> None:
         self.observe.close()

@@ -7,8 +7,11 @@ CAMPAIGN_DIR/
   <run key>/          one run directory per matrix entry (history, results, report)
 
 Runs that finished keep their results when the campaign is interrupted;
-`kafka-trial campaign --resume DIR` runs what is missing. Each run starts its own
-cluster: reusing a warm one between runs is not done yet.
+`kafka-trial campaign --resume DIR` runs what is missing.
+
+A run takes the cluster the run before it left warm when their broker side is the
+same (harness/warm_cluster.py), so runs are grouped by broker side: a Kafka version
+or broker config change costs one restart, not one per run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import shutil
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +35,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.settings import Frozen
 from kafka_trial.harness.presets import CLAIMS, preset
 from kafka_trial.harness.spec import RunSpec, _merge, build_spec
+from kafka_trial.harness.warm_cluster import broker_side
 from pydantic import Field, ValidationError
 
 CAMPAIGN_FILE = "campaign.json"
@@ -47,6 +52,9 @@ class CampaignSpec(Frozen):
     kafka_versions: tuple[str, ...] = Field((), description="empty: each run's own")
     duration_s: float | None = Field(None, gt=0, description="every run's fault phase")
     overrides: dict[str, Any] = Field(default_factory=dict, description="applied to every run")
+    reuse_clusters: bool = Field(
+        True, description="keep a healthy cluster warm for the next run with the same broker side"
+    )
 
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
@@ -113,7 +121,15 @@ def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
         raise TrialError("; ".join(problems), "fix the campaign's runs named above")
     if len({e.key for e in out}) != len(out):
         raise TrialError("the campaign lists the same run twice", "remove the duplicate")
-    return out
+    return _grouped_by_broker_side(out)
+
+
+def _grouped_by_broker_side(matrix: list[Entry]) -> list[Entry]:
+    """The matrix in order, except that runs sharing a broker side run together
+    (first come, first served), so a warm cluster serves all of them in a row."""
+    keys = [broker_side(build_spec(e.config, source=e.key).cluster) for e in matrix]
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}
+    return [e for _, e in sorted(zip(keys, matrix, strict=True), key=lambda p: first[p[0]])]
 
 
 def load_campaign(path: str | Path | None, over: dict[str, Any]) -> CampaignSpec:
@@ -227,7 +243,7 @@ def run_campaign(
         _save(camp_dir, state)
         try:
             results = run_one(run_spec, run_dir)
-            rec.update(_summary(results), status="done")
+            rec.update(_summary(results), status="done", **_cluster_use(run_dir))
             rec["code"] = exit_code(results.get("valid"))
             rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
         except KeyboardInterrupt:
@@ -238,21 +254,73 @@ def run_campaign(
             raise
         except TrialError as err:
             rec.update(status="done", code=3, verdict="setup problem", error=err.one_line())
+        except Exception as err:
+            # A bug in one run must not cost the runs after it; it still fails the
+            # campaign, and its traceback goes to stderr for the bug report.
+            traceback.print_exc()
+            rec.update(status="done", code=3, verdict="error", error=f"{type(err).__name__}: {err}")
         rec["time_s"] = round(time.monotonic() - t0, 1)
         state["runs"][e.key] = rec
         _save(camp_dir, state)
         say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
     state["status"] = "done"
+    state["clusters"] = cluster_savings(state)
     state["exit_code"] = worst([r["code"] for r in state["runs"].values() if "code" in r])
     _save(camp_dir, state)
     return state
 
 
+def _cluster_use(run_dir: Path) -> dict[str, Any]:
+    """Whether the run had a warm cluster, and what getting it ready cost."""
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {
+        "warm_cluster": bool(info.get("warm_cluster")),
+        "cluster_ready_s": (info.get("phases") or {}).get("cluster_ready"),
+    }
+
+
+def cluster_savings(state: dict[str, Any]) -> dict[str, Any]:
+    """How many runs had a warm cluster, and the set-up time they saved: a warm run's
+    readiness (its topics in sync) against the mean of the cold starts in this campaign."""
+    runs = [r for r in state["runs"].values() if r.get("cluster_ready_s") is not None]
+    cold = [r["cluster_ready_s"] for r in runs if not r.get("warm_cluster")]
+    warm = [r["cluster_ready_s"] for r in runs if r.get("warm_cluster")]
+    out: dict[str, Any] = {"runs": len(runs), "started": len(cold), "warm": len(warm)}
+    if cold and warm:
+        mean_cold = sum(cold) / len(cold)
+        out["mean_cold_ready_s"] = round(mean_cold, 1)
+        out["mean_warm_ready_s"] = round(sum(warm) / len(warm), 1)
+        out["saved_s"] = round(sum(mean_cold - w for w in warm), 1)
+    return out
+
+
+def savings_line(clusters: dict[str, Any]) -> str:
+    if not clusters.get("runs"):
+        return ""
+    line = f"clusters: {clusters['started']} started for {clusters['runs']} runs"
+    if "saved_s" in clusters:
+        line += (
+            f"; a warm run was ready in {clusters['mean_warm_ready_s']}s against "
+            f"{clusters['mean_cold_ready_s']}s cold, ~{clusters['saved_s']:.0f}s saved "
+            "(plus a teardown per warm run)"
+        )
+    return line
+
+
 # ---------------------------------------------------------------- output
 
 
+def _cluster_cell(warm: bool | None) -> str:
+    return "" if warm is None else "warm" if warm else "new"
+
+
 def summary_table(state: dict[str, Any]) -> str:
-    rows = [("run", "settings", "verdict", "forbidden seen", "allowed seen", "acked", "time")]
+    rows = [
+        ("run", "settings", "verdict", "forbidden seen", "allowed seen", "acked", "cluster", "time")
+    ]
     for key in state.get("order", []):
         r = state["runs"].get(key, {})
         fmt = lambda d: ", ".join(f"{n} {c}" for n, c in (d or {}).items()) or "-"  # noqa: E731
@@ -264,6 +332,7 @@ def summary_table(state: dict[str, Any]) -> str:
                 fmt(r.get("forbidden")),
                 fmt(r.get("allowed")),
                 str(r.get("acked", "")),
+                _cluster_cell(r.get("warm_cluster")),
                 f"{r['time_s']:.0f}s" if "time_s" in r else "",
             )
         )

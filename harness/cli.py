@@ -124,8 +124,9 @@ def _write_html(run_dir: Path, out_dir: Path) -> None:
 def _cmd_campaign(a: argparse.Namespace) -> int:
     from kafka_trial.harness import campaign as cp
     from kafka_trial.harness.html_report import write_report
-    from kafka_trial.harness.runner import run, signals_interrupt
+    from kafka_trial.harness.runner import run, signals_deferred, signals_interrupt
     from kafka_trial.harness.spec import RunSpec
+    from kafka_trial.harness.warm_cluster import WarmCluster
     from kafka_trial.spark_analysis.job import analyze
 
     if a.resume:
@@ -149,6 +150,8 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
             over["kafka_versions"] = [x for x in a.kafka_version.split(",") if x]
         if a.duration is not None:
             over["duration_s"] = a.duration
+        if a.fresh_clusters:
+            over["reuse_clusters"] = False
         spec = cp.load_campaign(a.config, over)
         origin = Path(a.config).resolve() if a.config else None
         # Config files are found from the campaign file; saved absolute, so --resume can.
@@ -158,9 +161,10 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
         cp.entries(spec, origin)  # every run's config is checked before anything starts
         camp_dir = cp.new_campaign_dir(Path(a.runs_dir), spec.name)
     print(f"campaign: {camp_dir}")
+    warm = WarmCluster() if spec.reuse_clusters else None
 
     def run_one(run_spec: RunSpec, run_dir: Path) -> dict[str, Any]:
-        run(run_spec, run_dir)
+        run(run_spec, run_dir, warm)
         results = analyze(run_dir, a.spark_master, report=True)
         write_report(run_dir)
         return results
@@ -178,7 +182,13 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    finally:
+        if warm is not None:
+            with signals_deferred():
+                warm.close()
     print(cp.summary_table(state))
+    if line := cp.savings_line(state.get("clusters") or {}):
+        print(line)
     print(f"index: {cp.write_index(camp_dir, state)}")
     if a.junitxml:
         from kafka_trial.harness.junit import write_junit
@@ -412,6 +422,11 @@ def parser() -> argparse.ArgumentParser:
     cg.add_argument("--duration", type=float, help="every run's fault phase, seconds")
     cg.add_argument("--runs-dir", default="runs", help="where the campaign directory goes")
     cg.add_argument("--resume", metavar="DIR", help="run what a campaign directory is missing")
+    cg.add_argument(
+        "--fresh-clusters",
+        action="store_true",
+        help="start a new cluster for every run instead of reusing a warm one",
+    )
     cg.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     _junit_flag(cg)
     cg.set_defaults(fn=_cmd_campaign)

@@ -90,7 +90,8 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
         history,
         lambda lane: lanes[lane % len(lanes)],
         seed=spec.seed,
-        run_id=run_id,
+        # A run on a warm cluster has its own client ids (group, transactional).
+        run_id=described.get("client_run_id", run_id),
         pids=ProcessIds(itertools.count(point.max_process + 1)),
     )
     _acked_offsets(ctx, history_path)

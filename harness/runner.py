@@ -14,7 +14,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +29,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import guarded, log
 from kafka_trial.harness.spec import RunSpec
+from kafka_trial.harness.warm_cluster import WarmCluster
 from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.runner import NemesisRunner
@@ -117,10 +118,14 @@ class RunOutcome:
     healthy_after_heal: bool
 
 
-def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
+def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOutcome:
+    """One run. With `warm`, the run takes the warm cluster if its broker side fits
+    (with fresh topic names, recorded in spec.json) and gives it back healed if the
+    run ends healthy; without, it starts its own cluster and removes it."""
     (run_dir / "spec.json").write_text(spec.to_json())
     phases: dict[str, float] = {}
     t = time.monotonic()
+    t_wall = time.time()
 
     def phase(name: str) -> None:
         nonlocal t
@@ -130,17 +135,28 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
 
     client = ensure_engine()
     images = ensure_images(client, spec.cluster)
+    cluster = warm.take(spec.cluster) if warm is not None else None
+    reused = cluster is not None
+    if cluster is not None and warm is not None:
+        name = warm.topic_name(spec.topic.name)
+        if name != spec.topic.name:
+            spec = spec.model_copy(update={"topic": spec.topic.model_copy(update={"name": name})})
+            (run_dir / "spec.json").write_text(spec.to_json())
+        # Group and transactional ids derive from this: none may be an earlier run's.
+        client_run_id = f"{cluster.run_id}-r{warm.runs + 1}"
+    else:
+        cluster = Cluster(client, spec.cluster, images)
+        client_run_id = cluster.run_id
     phase("setup")
     steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
     (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in steps], indent=1))
 
     history = HistoryWriter(run_dir / "history.jsonl")
-    cluster = Cluster(client, spec.cluster, images)
     ctx = ClientContext(
         history,
         cluster.bootstrap_for,
         seed=spec.seed,
-        run_id=cluster.run_id,
+        run_id=client_run_id,
         logger=_client_logger(run_dir),
     )
     session = WorkloadSession(
@@ -156,15 +172,21 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
         "kafka_image": images.kafka,
         "toxiproxy_image": images.toxiproxy,
         "cluster_run_id": cluster.run_id,
+        "warm_cluster": reused,
     }
     ops_per_s = 0.0
     drain_complete = False
     healthy = False
+    completed = False
     try:
         with signals_interrupt():
-            cluster.start()
+            if not reused:
+                cluster.start()
+                if warm is not None:
+                    warm.note_started()
             # What `kafka-trial finish` needs to find this cluster if the run is killed.
-            (run_dir / "cluster.json").write_text(json.dumps(cluster.describe(), indent=1))
+            described = {**cluster.describe(), "client_run_id": client_run_id}
+            (run_dir / "cluster.json").write_text(json.dumps(described, indent=1))
             cluster.await_registered(spec.cluster.startup_timeout_s)
             # The producers write the run's topic, so it comes first.
             for topic in session.topics():
@@ -213,16 +235,48 @@ def run(spec: RunSpec, run_dir: Path) -> RunOutcome:
             info["faults"] = nemesis.faults_done
             info["history_ops"] = history.lines_written
             info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
+            completed = True
     finally:
         with signals_deferred():
             nemesis_stop.set()
             ctx.stop.set()
             sampling.set()
-            _finish(cluster, history, faults.rec, run_dir, session.threads + observers)
+            keep = warm is not None and completed and healthy
+            _finish(
+                cluster,
+                history,
+                faults.rec,
+                run_dir,
+                session.threads + observers,
+                since=t_wall if reused else None,
+                release=_releaser(cluster, warm, [t.name for t in session.topics()], keep),
+            )
             info["phases"] = phases
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
     return RunOutcome(run_dir, info.get("send_ops", 0), ops_per_s, phases, drain_complete, healthy)
+
+
+def _releaser(
+    cluster: Cluster, warm: WarmCluster | None, topics: list[str], keep: bool
+) -> Callable[[bool], str]:
+    """What the end of a run does with its cluster: remove it, or hand it back warm
+    (only if the teardown heal worked too) without the run's topics. Returns what it
+    did, for the log."""
+
+    def release(healed: bool) -> str:
+        if warm is None:
+            cluster.teardown()
+            return "cluster removed"
+        if keep and healed:
+            try:
+                cluster.delete_topics(topics)
+            except Exception as e:  # a warm cluster with an extra topic is still fine
+                log(f"could not delete the run's topics: {e}")
+        warm.give_back(cluster, topics, keep and healed)
+        return "cluster kept warm for the next run" if keep and healed else "cluster removed"
+
+    return release
 
 
 def _finish(
@@ -231,11 +285,15 @@ def _finish(
     rec: NemesisRecorder,
     run_dir: Path,
     threads: list[threading.Thread],
+    since: float | None = None,
+    release: Callable[[bool], str] | None = None,
 ) -> None:
-    """Heal, close the history without losing a line, collect logs, remove everything.
+    """Heal, close the history without losing a line, collect logs, then remove the
+    cluster (or give it back warm).
 
-    Each step is guarded on its own: whatever fails, the cluster is still removed.
+    Each step is guarded on its own: whatever fails, the cluster is still released.
     """
+    healed = False
     try:
         for th in threads:
             th.join(2)
@@ -247,16 +305,21 @@ def _finish(
                 return {"brokers": cluster.node_ids}
 
             # Recorded like any heal, so the history shows the cluster was left whole.
-            if not rec.do("heal-all", {"phase": "teardown"}, heal):
+            healed = rec.do("heal-all", {"phase": "teardown"}, heal)
+            if not healed:
                 log("heal before teardown incomplete; removing the cluster anyway")
     except Exception as e:
         log(f"teardown heal failed: {type(e).__name__}: {e}")
     finally:
         try:
             history.close()
-            cluster.collect_logs(run_dir / "logs")
+            cluster.collect_logs(run_dir / "logs", since=since)
         except Exception as e:
             log(f"log collection incomplete: {e}")
         finally:
-            cluster.teardown()
-            log(f"cluster removed; run directory {run_dir}")
+            if release is None:
+                cluster.teardown()
+                done = "cluster removed"
+            else:
+                done = release(healed)
+            log(f"{done}; run directory {run_dir}")

@@ -1,6 +1,6 @@
-"""`kafka-trial campaign` for real: two presets on real clusters, one after the
-other, each judged and reported, with the summary, campaign.json, index.html and
-JUnit XML, and the worst verdict as the exit code."""
+"""`kafka-trial campaign` for real: two presets on one real cluster, the second on
+the cluster the first left warm, each judged and reported, with the summary,
+campaign.json, index.html and JUnit XML, and the worst verdict as the exit code."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from junitparser import JUnitXml
 
+from tests.integration.conftest import containers_of
 from tests.integration.runs import RUN_LIMIT_S
 
 
@@ -40,3 +41,17 @@ def test_a_two_run_campaign(tmp_path: Path, images) -> None:
     assert '<a href="safe-s0/report.html">' in index and '<a href="acks0-s0/report.html">' in index
     suites = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     assert [s.name for s in suites] == ["safe-s0", "acks0-s0"]
+    # The second run had the first one's cluster, with its own topic and client ids,
+    # and the campaign removed that cluster at its end.
+    assert [state["runs"][k]["warm_cluster"] for k in state["order"]] == [False, True]
+    assert "clusters: 1 started for 2 runs" in done.stdout
+    described = [json.loads((camp / k / "cluster.json").read_text()) for k in state["order"]]
+    assert described[0]["run_id"] == described[1]["run_id"]
+    assert described[0]["client_run_id"] != described[1]["client_run_id"]
+    topics = [
+        json.loads((camp / k / "spec.json").read_text())["topic"]["name"] for k in state["order"]
+    ]
+    assert topics == ["trial", "trial-r2"]
+    second = [json.loads(line) for line in (camp / "acks0-s0" / "history.jsonl").open()]
+    assert {m["topic"] for o in second if o["f"] == "send" for m in o["value"]} == {"trial-r2"}
+    assert containers_of(described[0]["run_id"]) == []

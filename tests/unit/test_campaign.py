@@ -131,3 +131,47 @@ def test_the_example_campaigns_are_valid(name: str) -> None:
         from kafka_trial.harness.presets import PRESETS
 
         assert {e.key.removesuffix("-s0") for e in es} == set(PRESETS)
+
+
+def test_runs_sharing_a_broker_side_run_together_for_the_warm_cluster() -> None:
+    spec = cp.CampaignSpec(presets=("safe", "acks1"), kafka_versions=("4", "3.9"))
+    keys = [e.key for e in cp.entries(spec)]
+    # The matrix alternates versions; the run order does not, so one restart suffices.
+    assert keys == ["safe-s0-k4", "acks1-s0-k4", "safe-s0-k3.9", "acks1-s0-k3.9"]
+
+
+def test_savings_are_warm_readiness_against_the_mean_cold_start() -> None:
+    state = {
+        "runs": {
+            "a": {"warm_cluster": False, "cluster_ready_s": 12.0},
+            "b": {"warm_cluster": True, "cluster_ready_s": 0.5},
+            "c": {"warm_cluster": True, "cluster_ready_s": 1.5},
+            "d": {"status": "interrupted"},
+        }
+    }
+    got = cp.cluster_savings(state)
+    assert got == {
+        "runs": 3,
+        "started": 1,
+        "warm": 2,
+        "mean_cold_ready_s": 12.0,
+        "mean_warm_ready_s": 1.0,
+        "saved_s": 22.0,
+    }
+    assert "1 started for 3 runs" in cp.savings_line(got)
+    assert cp.savings_line(cp.cluster_savings({"runs": {}})) == ""
+
+
+def test_a_run_that_crashes_is_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    class Crashing(FakeRuns):
+        def __call__(self, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+            if spec.name == "safe":
+                raise ValueError("a bug")
+            return super().__call__(spec, run_dir)
+
+    runs = Crashing()
+    state = cp.run_campaign(cp.CampaignSpec(presets=("safe", "acks0")), tmp_path, runs, say=print)
+    assert runs.ran == [("acks0", 0)]
+    assert state["runs"]["safe-s0"]["verdict"] == "error"
+    assert "ValueError: a bug" in state["runs"]["safe-s0"]["error"]
+    assert state["exit_code"] == 3

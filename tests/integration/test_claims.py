@@ -8,17 +8,20 @@ must still complete, apply its faults and give a definite verdict.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
 from kafka_trial.harness.presets import PRESETS, preset
 from kafka_trial.harness.spec import _merge
-from kafka_trial.spark_analysis.job import analyze
 
-from tests.integration.runs import run_in_child
+from tests.integration.runs import stop_stuck
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,69 @@ EXPECT: dict[str, Expect] = {
 FAULT_FS = ("kill", "stop", "pause", "bounce", "partition", "degrade", "wipe", "elect-unclean")
 
 
-def _run(tmp_path: Path, data: dict) -> tuple[list[Op], dict]:
-    run_dir = run_in_child(tmp_path, data)
-    return read_history(run_dir / "history.jsonl").ops, analyze(run_dir)
+# The claims table is a campaign (examples/campaigns/claims.yaml runs the same one):
+# every preset plus the twins below, one after another on one warm cluster, judged
+# in the campaign's own process. Each test then asserts on its own run.
+SEED = 3
+TWINS: dict[str, dict] = {
+    # C9's twin: the same crashes without the application's resend.
+    "restart-no-resend": _merge(
+        preset("producer-restart-resend"),
+        {"producer": {"resend_unacked": False}, "nemesis": {"faults": []}},
+    ),
+    **{
+        f"txn-poll-{isolation}": {
+            "producer": {"transactional": True, "txn_poll": True, "workers": 2, "batch": 6},
+            "consumer": {"isolation_level": isolation},
+            "nemesis": {"faults": []},
+            "check": {"allowed": ["precommitted-read"]},
+        }
+        for isolation in ("read_uncommitted", "read_committed")
+    },
+}
+CAMPAIGN_LIMIT_S = 60 * 60
+
+
+@pytest.fixture(scope="module")
+def claims_campaign(tmp_path_factory: pytest.TempPathFactory, images) -> Path:
+    """The campaign directory, after every run in it ended."""
+    root = tmp_path_factory.mktemp("claims")
+    for name, config in TWINS.items():
+        (root / f"{name}.yaml").write_text(yaml.safe_dump({**config, "name": name}))
+    (root / "campaign.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "claims",
+                "presets": list(EXPECT),
+                "configs": [f"{name}.yaml" for name in TWINS],
+                "seeds": [SEED],
+                "duration_s": 25,
+            }
+        )
+    )
+    cmd = [sys.executable, "-m", "kafka_trial", "campaign", "-c", str(root / "campaign.yaml")]
+    cmd += ["--runs-dir", str(root / "runs")]
+    with (root / "stdout").open("w") as out, (root / "stderr").open("w") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err)
+        try:
+            child.wait(CAMPAIGN_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            stop_stuck(child, root / "runs")
+    (camp,) = [p for p in (root / "runs").iterdir() if p.is_dir()]
+    return camp
+
+
+def _run(camp: Path, key: str) -> tuple[list[Op], dict]:
+    """The run's ops and results; a run the campaign could not finish fails its test
+    with the campaign's own account of it."""
+    state = json.loads((camp / "campaign.json").read_text())
+    entry = state["runs"].get(f"{key}-s{SEED}", {"status": "never started"})
+    results = camp / f"{key}-s{SEED}" / "results.json"
+    if entry.get("status") != "done" or not results.is_file():
+        err = (camp.parent.parent / "stderr").read_text(errors="replace")[-4000:]
+        pytest.fail(f"campaign run {key}: {entry}\n{err}", pytrace=False)
+    ops = read_history(camp / f"{key}-s{SEED}" / "history.jsonl").ops
+    return ops, json.loads(results.read_text())
 
 
 def _counts(res: dict) -> dict[str, int]:
@@ -72,8 +135,8 @@ def test_every_preset_has_an_expectation() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPECT))
-def test_preset_under_its_faults(tmp_path: Path, images, name: str) -> None:
-    ops, res = _run(tmp_path, _merge(preset(name), {"duration_s": 25, "seed": 3}))
+def test_preset_under_its_faults(claims_campaign: Path, name: str) -> None:
+    ops, res = _run(claims_campaign, name)
     c = _counts(res)
     want = EXPECT[name]
     faults = [
@@ -104,16 +167,10 @@ def test_preset_under_its_faults(tmp_path: Path, images, name: str) -> None:
 
 
 @pytest.mark.slow
-def test_restart_without_resend_does_not_duplicate(tmp_path: Path, images) -> None:
+def test_restart_without_resend_does_not_duplicate(claims_campaign: Path) -> None:
     """C9's twin: the same crashes without the application's resend give no duplicates,
     so the resend (a new idempotence session) is what duplicates."""
-    ops, res = _run(
-        tmp_path,
-        _merge(
-            preset("producer-restart-resend"),
-            {"duration_s": 20, "producer": {"resend_unacked": False}, "nemesis": {"faults": []}},
-        ),
-    )
+    ops, res = _run(claims_campaign, "restart-no-resend")
     crashed = [o for o in ops if o.f == "send" and o.error == "client crashed"]
     assert len(crashed) >= 5
     assert not any(m.get("resend") for o in ops if o.f == "send" for m in o.value)
@@ -126,21 +183,11 @@ def test_restart_without_resend_does_not_duplicate(tmp_path: Path, images) -> No
     ("isolation", "precommitted"), [("read_uncommitted", True), ("read_committed", False)]
 )
 def test_transactions_reading_their_own_writes(
-    tmp_path: Path, images, isolation: str, precommitted: bool
+    claims_campaign: Path, isolation: str, precommitted: bool
 ) -> None:
     """A transaction that polls its own partitions before it ends sees its own sends
     only with read_uncommitted (Jepsen's precommitted-read)."""
-    ops, res = _run(
-        tmp_path,
-        {
-            "name": f"txn-poll-{isolation}",
-            "duration_s": 15,
-            "producer": {"transactional": True, "txn_poll": True, "workers": 2, "batch": 6},
-            "consumer": {"isolation_level": isolation},
-            "nemesis": {"faults": []},
-            "check": {"allowed": ["precommitted-read"]},
-        },
-    )
+    ops, res = _run(claims_campaign, f"txn-poll-{isolation}")
     txns = [o for o in ops if o.f == "txn" and o.type == "ok"]
     assert len(txns) >= 5
     assert all(m["op"] == "poll" for m in (o.value[-1] for o in txns))

@@ -26,7 +26,7 @@ from kafka_trial.cluster.settings import ClusterSpec
 from kafka_trial.contracts import host
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.host import apt_install
-from kafka_trial.contracts.log import log
+from kafka_trial.contracts.log import activity, log
 
 import docker
 
@@ -105,7 +105,10 @@ def jre_base(client: docker.DockerClient, configured: str | None) -> str:
         apt_install("debootstrap")
     log(f"building JRE base image {tag} with debootstrap (about a minute)")
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kt-jre-") as tmp:
+    with (
+        activity("building the JRE base image (debootstrap)"),
+        tempfile.TemporaryDirectory(prefix="kt-jre-") as tmp,
+    ):
         root = Path(tmp) / "root"
         _run(
             [
@@ -227,19 +230,20 @@ def _fetch_jars(version: str) -> Path | None:
     with tempfile.TemporaryDirectory(prefix="kt-pom-") as tmp:
         (Path(tmp) / "pom.xml").write_text(_pom(version))
         libs = Path(tmp) / "libs"
-        res = subprocess.run(
-            [
-                _mvn(),
-                "-q",
-                "-B",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={libs}",
-                "-DincludeScope=runtime",
-            ],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-        )
+        with activity(f"resolving Kafka {version} jars from Maven Central (mvn)"):
+            res = subprocess.run(
+                [
+                    _mvn(),
+                    "-q",
+                    "-B",
+                    "dependency:copy-dependencies",
+                    f"-DoutputDirectory={libs}",
+                    "-DincludeScope=runtime",
+                ],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+            )
         if res.returncode != 0 or not any(libs.glob("kafka_2.13-*.jar")):
             return None
         # slf4j-api may also arrive in an older version through Kafka; keep ours only.
@@ -291,6 +295,13 @@ def resolve_kafka(want: str) -> tuple[str, Path]:
 
 
 def _build(client: docker.DockerClient, context: Path, tag: str, buildargs: dict[str, str]) -> None:
+    with activity(f"building image {tag}"):
+        _build_now(client, context, tag, buildargs)
+
+
+def _build_now(
+    client: docker.DockerClient, context: Path, tag: str, buildargs: dict[str, str]
+) -> None:
     try:
         client.images.build(
             path=str(context), tag=tag, buildargs=buildargs, rm=True, forcerm=True, pull=False
@@ -352,7 +363,10 @@ def toxiproxy_binary(version: str) -> Path:
     if go is None:
         raise TrialError("Go is needed to build Toxiproxy", "install Go 1.23 or newer and rerun")
     log(f"building Toxiproxy {version} from its Go module")
-    with tempfile.TemporaryDirectory(prefix="kt-go-") as tmp:
+    with (
+        activity(f"building Toxiproxy {version} (go install)"),
+        tempfile.TemporaryDirectory(prefix="kt-go-") as tmp,
+    ):
         env = dict(os.environ, CGO_ENABLED="0", GOBIN=tmp, GOFLAGS="-mod=mod")
         _run(
             [go, "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@v{version}"],

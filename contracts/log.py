@@ -1,17 +1,46 @@
-"""Progress lines on stderr, so stdout stays for the verdict."""
+"""Progress on stderr, so stdout stays for the verdict: log lines, and one status
+line for what is going on right now (a build, the fault phase, the analysis).
+
+Every layer reports through `log` and `status`; how the status is shown is the
+command line's business (harness/progress.py): a live line on a terminal, a
+periodic log line in CI, nothing for a library caller that installed no sink."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _T0 = time.monotonic()
+_sink: Callable[[str | None], None] | None = None
 
 
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def set_status_sink(sink: Callable[[str | None], None] | None) -> None:
+    global _sink
+    _sink = sink
+
+
+def status(text: str | None) -> None:
+    """Replace the status line (None: nothing going on). Cheap enough to call often."""
+    sink = _sink
+    if sink is not None:
+        sink(text)
+
+
+@contextlib.contextmanager
+def activity(text: str) -> Iterator[None]:
+    """`text` is the status while the block runs."""
+    status(text)
+    try:
+        yield
+    finally:
+        status(None)
 
 
 def guarded(fn: Callable[[], None]) -> Callable[[], None]:

@@ -371,6 +371,13 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kafka-trial", description=__doc__)
     p.add_argument("--version", action="version", version=f"kafka-trial {__version__}")
+    p.add_argument(
+        "--progress",
+        choices=("auto", "live", "plain", "off"),
+        default="auto",
+        help="the status line: live on a terminal, plain log lines every 10 s otherwise "
+        "(auto, the default), or none",
+    )
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run a fault campaign and judge it")
     _spec_flags(r)
@@ -449,8 +456,14 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(ValueError, OSError, AttributeError):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     a = parser().parse_args(argv)
+    from kafka_trial.harness.progress import shown
+
+    live = {"auto": None, "live": True, "plain": False}.get(a.progress)
     try:
-        return int(a.fn(a))
+        if a.progress == "off":
+            return int(a.fn(a))
+        with shown(live):
+            return int(a.fn(a))
     except TrialError as e:
         print(e.one_line(), file=sys.stderr)
         return 3

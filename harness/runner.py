@@ -27,7 +27,7 @@ from kafka_trial.cluster.images import ensure_images
 from kafka_trial.cluster.timeline import StateTimeline
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
-from kafka_trial.contracts.log import guarded, log
+from kafka_trial.contracts.log import activity, guarded, log, status
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster
 from kafka_trial.nemesis.core import Nemesis
@@ -181,17 +181,21 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
     try:
         with signals_interrupt():
             if not reused:
-                cluster.start()
+                with activity(f"starting {spec.cluster.brokers} brokers and their proxies"):
+                    cluster.start()
                 if warm is not None:
                     warm.note_started()
             # What `kafka-trial finish` needs to find this cluster if the run is killed.
             described = {**cluster.describe(), "client_run_id": client_run_id}
             (run_dir / "cluster.json").write_text(json.dumps(described, indent=1))
-            cluster.await_registered(spec.cluster.startup_timeout_s)
+            with activity("waiting for every broker to register"):
+                cluster.await_registered(spec.cluster.startup_timeout_s)
             # The producers write the run's topic, so it comes first.
             for topic in session.topics():
                 cluster.create_topic(topic)
-                if not cluster.await_in_sync(topic.name, spec.cluster.startup_timeout_s):
+                with activity(f"waiting for {topic.name} to be fully in sync"):
+                    in_sync = cluster.await_in_sync(topic.name, spec.cluster.startup_timeout_s)
+                if not in_sync:
                     raise TrialError(
                         f"topic {topic.name} never became fully in sync",
                         "read logs/kafka-N.log in the run directory",
@@ -213,7 +217,7 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             nemesis_thread.start()
             n_faults = sum(s.action == "fault" for s in steps)
             log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
-            nemesis_stop.wait(spec.duration_s)
+            _fault_phase(nemesis_stop, spec.duration_s, history, faults)
             nemesis_stop.set()
             # A fault in progress finishes first (it may block, e.g. waiting for an ISR
             # shrink, but never forever), and the clients keep writing through it and
@@ -223,11 +227,13 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             session.stop()
             load_s = time.monotonic() - t_load
             phase("fault_phase")
-            health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
+            with activity("final heal: waiting for the cluster to be healthy"):
+                health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
             healthy = bool(health.get("healthy"))
             phase("final_heal")
             log("final drain")
-            summary = session.finish(spec.drain)
+            with activity("final drain: reading every partition to its end"):
+                summary = session.finish(spec.drain)
             drain_complete = summary.complete
             info.update(summary.to_dict())
             phase("drain")
@@ -255,6 +261,35 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
     return RunOutcome(run_dir, info.get("send_ops", 0), ops_per_s, phases, drain_complete, healthy)
+
+
+def _fault_phase(
+    stop: threading.Event, duration_s: float, history: HistoryWriter, faults: Nemesis
+) -> None:
+    """Wait out the fault phase, with its progress on the status line once a second."""
+    t0 = last_t = time.monotonic()
+    last_n = history.lines_written
+    while True:
+        left = duration_s - (time.monotonic() - t0)
+        if left <= 0 or stop.wait(min(1.0, left)):
+            return
+        now, n = time.monotonic(), history.lines_written
+        if now - t0 >= duration_s:
+            return
+        rate = (n - last_n) / max(now - last_t, 1e-6)
+        last_t, last_n = now, n
+        active = ", ".join(_fault_label(a.package, a.results) for a in faults.outstanding())
+        status(
+            f"fault phase: {now - t0:.0f}/{duration_s:g}s, {rate:,.0f} ops/s, "
+            f"{n:,} ops recorded, faults now: {active or 'none'}"
+        )
+
+
+def _fault_label(package: str, results: tuple[dict[str, Any] | None, ...]) -> str:
+    brokers = sorted(
+        {b for r in results if r and isinstance(r.get("brokers"), list) for b in r["brokers"]}
+    )
+    return f"{package} {','.join(map(str, brokers))}" if brokers else package
 
 
 def _releaser(

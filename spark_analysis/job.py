@@ -18,6 +18,7 @@ from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import status
 from kafka_trial.spark_analysis.columnar import parsed_rows
 from kafka_trial.spark_analysis.history_frames import line_is_damaged, load
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
@@ -105,6 +106,19 @@ def analyze(
     """Judge a history: a run directory, a history.jsonl, or a URI Spark reads.
     results.json goes beside a local history, or to out_dir; with `report`, also
     report-data.json, the aggregates the HTML report draws."""
+    try:
+        return _analyze(target, spark_master, out_dir, report)
+    finally:
+        status(None)
+
+
+def _analyze(
+    target: str | Path | HistorySource,
+    spark_master: str | None,
+    out_dir: Path | None,
+    report: bool,
+) -> dict[str, Any]:
+    status("analysis: starting Spark")
     t0 = time.monotonic()
     src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
     if out_dir is not None:
@@ -130,6 +144,7 @@ def analyze(
     # (kafka-trial finish appends its drain) would be judged from the stale cache.
     spark.catalog.clearCache()
     t_session = time.monotonic() - t0
+    status("analysis: reading the history")
     use = None if src.local is None else parsed_rows(spark, src.local)
     fr = load(spark, src.uri, use.rows if use else None)
     cut = ""
@@ -152,6 +167,7 @@ def analyze(
             f"{fr.damaged - tolerated} damaged line(s) inside the history; "
             f"results cover only the lines that parse (e.g. {shown})"
         )
+    status("analysis: running the checks")
     anomalies = run_checks(fr)
     st = stats(fr)
     if anomalies["unseen"].get("count") and not fr.drain_ran:
@@ -192,6 +208,7 @@ def analyze(
     }
     src.out_dir.mkdir(parents=True, exist_ok=True)
     if report:
+        status("analysis: aggregating the report's data")
         data = report_data(spark, fr, src.uri, results["anomalies"])
         data["history_uri"] = src.uri
         _write_json(src.out_dir / "report-data.json", data)

@@ -1,6 +1,25 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+CLUSTER_TESTS = "tests/integration/"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """One xdist worker runs every cluster test, one after another: two clusters at
+    once on two cores would turn fault timings into noise. The other worker judges
+    the unit tests' planted histories meanwhile, CPU work that fits in the cluster
+    tests' waits. (xdist's own `loadgroup` cannot do this under pytest 9, which no
+    longer reads the node id that xdist rewrites.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ClusterTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return CLUSTER_TESTS if nodeid.startswith(CLUSTER_TESTS) else nodeid
+
+    return ClusterTestsTogether(config, log)
 
 
 @pytest.fixture(scope="session")

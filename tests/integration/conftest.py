@@ -36,11 +36,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
-            # One xdist worker runs every cluster test, one after another: two
-            # clusters at once on two cores would turn fault timings into noise. The
-            # other worker judges the unit tests' planted histories meanwhile, which
-            # is CPU work that fits in the cluster tests' waits.
-            item.add_marker(pytest.mark.xdist_group("kafka"))
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,10 @@ class _Live:
             if (text or "").split(":")[0] != (self._text or "").split(":")[0]:
                 self._since = time.monotonic()
             self._text = text
+        # Now, not at the next tick: lines printed before it would carry the old
+        # status under them (the verdict under "analysis: ..." when it is over).
+        if self.live.is_started:
+            self.live.refresh()
 
     def _render(self) -> RenderableType:
         with self._lock:

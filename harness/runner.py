@@ -278,7 +278,7 @@ def _fault_phase(
             return
         rate = (n - last_n) / max(now - last_t, 1e-6)
         last_t, last_n = now, n
-        active = ", ".join(_fault_label(a.package, a.results) for a in faults.outstanding())
+        active = ", ".join(_fault_label(a.package, a.results) for a in faults.outstanding)
         status(
             f"fault phase: {now - t0:.0f}/{duration_s:g}s, {rate:,.0f} ops/s, "
             f"{n:,} ops recorded, faults now: {active or 'none'}"

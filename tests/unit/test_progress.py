@@ -9,13 +9,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import set_status_sink, status
 from kafka_trial.harness.progress import shown
 from kafka_trial.harness.runner import _fault_phase
+from kafka_trial.nemesis.core import Applied, Nemesis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +47,9 @@ def test_on_a_terminal_the_status_is_a_live_line_under_the_log() -> None:
         "    time.sleep(0.6)\n"
         "    log('a log line')\n"
         "    time.sleep(0.6)\n"
+        "    status(None)\n"
+        "    print('the verdict')\n"
+        "    print('results: here')\n"
     )
     leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
@@ -69,17 +73,17 @@ def test_on_a_terminal_the_status_is_a_live_line_under_the_log() -> None:
     assert "final drain: reading every partition" in text
     assert "a log line" in text
     assert "\x1b[" in text  # drawn and redrawn in place, not appended line by line
+    # Once the activity is over, the lines printed next carry no stale status.
+    assert "final drain" not in text.split("the verdict", 1)[1]
 
 
-@dataclass
-class _Applied:
-    package: str
-    results: tuple[dict | None, ...]
-
-
-class _Faults:
-    def outstanding(self) -> tuple[_Applied, ...]:
-        return (_Applied("pause", ({"brokers": [2]},)), _Applied("degrade", (None,)))
+def _nemesis_with_faults_in_force(tmp_path: Path) -> Nemesis:
+    """A real Nemesis (no cluster: nothing is applied) holding two outstanding faults."""
+    nemesis = Nemesis(None, HistoryWriter(tmp_path / "history.jsonl"))  # type: ignore[arg-type]
+    nemesis._outstanding.extend(
+        [Applied("pause", ({"brokers": [2]},), None), Applied("degrade", (None,), None)]
+    )
+    return nemesis
 
 
 class _History:
@@ -87,7 +91,7 @@ class _History:
         self.lines_written = 0
 
 
-def test_the_fault_phase_shows_time_rate_ops_and_the_faults_in_force() -> None:
+def test_the_fault_phase_shows_time_rate_ops_and_the_faults_in_force(tmp_path: Path) -> None:
     seen: list[str | None] = []
     set_status_sink(seen.append)
     history = _History()
@@ -101,7 +105,8 @@ def test_the_fault_phase_shows_time_rate_ops_and_the_faults_in_force() -> None:
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        _fault_phase(threading.Event(), 2.5, history, _Faults())  # type: ignore[arg-type]
+        faults = _nemesis_with_faults_in_force(tmp_path)
+        _fault_phase(threading.Event(), 2.5, history, faults)  # type: ignore[arg-type]
     finally:
         stop.set()
         writer.join()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -20,6 +21,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return CLUSTER_TESTS if nodeid.startswith(CLUSTER_TESTS) else nodeid
 
     return ClusterTestsTogether(config, log)
+
+
+_yielding = False
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A worker that judges planted histories runs at a lower CPU priority, and so
+    does its Spark JVM (started later, as its child): it gets what the cluster tests
+    leave idle, and the cluster tests' timings stay what they are when run alone."""
+    global _yielding
+    if _yielding or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not item.nodeid.startswith(CLUSTER_TESTS):
+        os.nice(10)
+        _yielding = True
 
 
 @pytest.fixture(scope="session")

@@ -80,7 +80,7 @@ def load(page: Path, screenshot: Path | None = None, height: int = 3000) -> Load
         ]
         url = page.resolve().as_uri()
         done = subprocess.run(
-            [*cmd, "--dump-dom", url], capture_output=True, text=True, timeout=120
+            [*cmd, "--dump-dom", url], capture_output=True, text=True, timeout=600
         )
         console = [ln for ln in done.stderr.splitlines() if ":CONSOLE" in ln]
         requests = _page_requests(net) if net.is_file() else ["(no net log written)"]
@@ -88,7 +88,7 @@ def load(page: Path, screenshot: Path | None = None, height: int = 3000) -> Load
             subprocess.run(
                 [*cmd, f"--screenshot={screenshot}", url],
                 capture_output=True,
-                timeout=120,
+                timeout=300,
                 check=True,
             )
     return Loaded(done.stdout, console, requests)

@@ -34,7 +34,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if _yielding or not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     if not item.nodeid.startswith(CLUSTER_TESTS):
-        os.nice(10)
+        os.nice(5)
         _yielding = True
 
 

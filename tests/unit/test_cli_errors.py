@@ -19,7 +19,7 @@ def kt(
         text=True,
         env={**os.environ, **(env or {})},
         cwd=cwd,
-        timeout=120,
+        timeout=600,
     )
 
 

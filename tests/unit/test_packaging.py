@@ -93,7 +93,7 @@ def test_the_installed_copy_works_outside_the_checkout(installed: Path, tmp_path
         capture_output=True,
         text=True,
         cwd=tmp_path,  # not the checkout: nothing may resolve from the repo's folders
-        timeout=120,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     module_file, docker_dir = r.stdout.split()
@@ -104,6 +104,6 @@ def test_the_installed_copy_works_outside_the_checkout(installed: Path, tmp_path
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=120,
+        timeout=300,
     )
     assert v.returncode == 0 and v.stdout.startswith("kafka-trial 0."), v.stderr

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 _T0 = time.monotonic()
 _sink: Callable[[str | None], None] | None = None
+_local = threading.local()
 
 
 def log(msg: str) -> None:
@@ -29,8 +30,19 @@ def set_status_sink(sink: Callable[[str | None], None] | None) -> None:
 def status(text: str | None) -> None:
     """Replace the status line (None: nothing going on). Cheap enough to call often."""
     sink = _sink
-    if sink is not None:
+    if sink is not None and not getattr(_local, "muted", False):
         sink(text)
+
+
+@contextlib.contextmanager
+def status_muted() -> Iterator[None]:
+    """This thread's status calls show nothing: work in the background (a campaign
+    judging the run before) must not overwrite the status of the work in front."""
+    _local.muted = True
+    try:
+        yield
+    finally:
+        _local.muted = False
 
 
 @contextlib.contextmanager

@@ -16,10 +16,13 @@ or broker config change costs one restart, not one per run.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
+import queue
 import shutil
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -32,6 +35,7 @@ from typing import Any
 import yaml
 from kafka_trial.checkers.verdict import exit_code
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import status_muted
 from kafka_trial.contracts.settings import Frozen
 from kafka_trial.harness.presets import CLAIMS, preset
 from kafka_trial.harness.spec import RunSpec, _merge, build_spec
@@ -54,6 +58,9 @@ class CampaignSpec(Frozen):
     overrides: dict[str, Any] = Field(default_factory=dict, description="applied to every run")
     reuse_clusters: bool = Field(
         True, description="keep a healthy cluster warm for the next run with the same broker side"
+    )
+    overlap_analysis: bool = Field(
+        True, description="judge each run on a background thread while the next one runs"
     )
 
     def seed_list(self) -> list[int]:
@@ -157,7 +164,9 @@ def load_campaign(path: str | Path | None, over: dict[str, Any]) -> CampaignSpec
 # ---------------------------------------------------------------- running
 
 
-RunOne = Callable[[RunSpec, Path], dict[str, Any]]
+RunOne = Callable[[RunSpec, Path], dict[str, Any] | None]
+# Judges a run directory that run_one filled: its results.json, as analyze returns it.
+Judge = Callable[[Path], dict[str, Any]]
 
 
 def worst(codes: list[int]) -> int:
@@ -210,10 +219,18 @@ def run_campaign(
     origin: Path | None = None,
     resume: bool = False,
     say: Callable[[str], None] = print,
+    judge: Judge | None = None,
 ) -> dict[str, Any]:
     """Run every entry not already done; campaign.json after each. Returns the state.
+
+    With `judge`, `run_one` only runs (its return value is ignored) and each finished
+    run is judged on a background thread while the next one runs: a run's fault phase
+    mostly waits on the cluster, and so does a Spark job on a small history, so the
+    two overlap instead of adding up.
+
     A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the campaign after the run in progress
-    has healed and cleaned up; the state then says `interrupted`."""
+    has healed and cleaned up; the state then says `interrupted`. A run that ended but
+    was not judged yet stays `ran`, and --resume judges it without running it again."""
     matrix = entries(spec, origin)
     path = camp_dir / CAMPAIGN_FILE
     state: dict[str, Any] = (
@@ -224,50 +241,155 @@ def run_campaign(
     state["status"] = "running"
     state["order"] = [e.key for e in matrix]
     _save(camp_dir, state)
-    for i, e in enumerate(matrix, 1):
-        done = state["runs"].get(e.key)
-        if done and done.get("status") == "done":
-            say(f"[{i}/{len(matrix)}] {e.key}: done before, {done.get('verdict')}")
-            continue
-        run_dir = camp_dir / e.key
-        if run_dir.exists():
-            # An interrupted attempt: keep its history beside the new one.
-            n = sum(1 for p in camp_dir.glob(f"{e.key}.interrupted-*"))
-            shutil.move(str(run_dir), str(camp_dir / f"{e.key}.interrupted-{n + 1}"))
-        run_dir.mkdir()
-        run_spec = build_spec(e.config, source=e.key)
-        say(f"[{i}/{len(matrix)}] {e.key}: {_settings(run_spec)}")
-        t0 = time.monotonic()
-        rec: dict[str, Any] = {"run_dir": e.key, "settings": _settings(run_spec)}
-        state["runs"][e.key] = {**rec, "status": "running"}
-        _save(camp_dir, state)
-        try:
-            results = run_one(run_spec, run_dir)
-            rec.update(_summary(results), status="done", **_cluster_use(run_dir))
-            rec["code"] = exit_code(results.get("valid"))
+    judging = _Judging(judge) if judge is not None else None
+
+    def record(key: str, rec: dict[str, Any], outcome: _Outcome) -> None:
+        if outcome.results is not None:
+            rec.update(_summary(outcome.results), status="done", **_cluster_use(camp_dir / key))
+            rec["code"] = exit_code(outcome.results.get("valid"))
             rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
-        except KeyboardInterrupt:
-            rec.update(status="interrupted", time_s=round(time.monotonic() - t0, 1))
-            state["runs"][e.key] = rec
-            state["status"] = "interrupted"
-            _save(camp_dir, state)
-            raise
-        except TrialError as err:
-            rec.update(status="done", code=3, verdict="setup problem", error=err.one_line())
-        except Exception as err:
+        elif isinstance(outcome.error, TrialError):
+            rec.update(
+                status="done", code=3, verdict="setup problem", error=outcome.error.one_line()
+            )
+        else:
             # A bug in one run must not cost the runs after it; it still fails the
-            # campaign, and its traceback goes to stderr for the bug report.
-            traceback.print_exc()
+            # campaign, and its traceback went to stderr for the bug report.
+            err = outcome.error
             rec.update(status="done", code=3, verdict="error", error=f"{type(err).__name__}: {err}")
-        rec["time_s"] = round(time.monotonic() - t0, 1)
-        state["runs"][e.key] = rec
+        rec["time_s"] = round(rec.get("run_s", 0) + outcome.seconds, 1)
+        state["runs"][key] = rec
         _save(camp_dir, state)
-        say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
+
+    def collect(wait: bool) -> None:
+        assert judging is not None
+        for key, outcome in judging.finished(wait):
+            rec = {**state["runs"][key], "judge_s": round(outcome.seconds, 1)}
+            record(key, rec, outcome)
+            took = f"ran {rec['run_s']:.0f}s, judged {outcome.seconds:.0f}s"
+            say(f"    {key}: {rec['verdict']} ({took})")
+
+    try:
+        for i, e in enumerate(matrix, 1):
+            if judging is not None:
+                collect(wait=False)
+            done = state["runs"].get(e.key)
+            if done and done.get("status") == "done":
+                say(f"[{i}/{len(matrix)}] {e.key}: done before, {done.get('verdict')}")
+                continue
+            if done and done.get("status") == "ran" and judging is not None:
+                say(f"[{i}/{len(matrix)}] {e.key}: ran before, judging it")
+                judging.submit(e.key, camp_dir / e.key)
+                continue
+            run_dir = camp_dir / e.key
+            if run_dir.exists():
+                # An interrupted attempt: keep its history beside the new one.
+                n = sum(1 for p in camp_dir.glob(f"{e.key}.interrupted-*"))
+                shutil.move(str(run_dir), str(camp_dir / f"{e.key}.interrupted-{n + 1}"))
+            run_dir.mkdir()
+            run_spec = build_spec(e.config, source=e.key)
+            say(f"[{i}/{len(matrix)}] {e.key}: {_settings(run_spec)}")
+            t0 = time.monotonic()
+            rec: dict[str, Any] = {"run_dir": e.key, "settings": _settings(run_spec)}
+            state["runs"][e.key] = {**rec, "status": "running"}
+            _save(camp_dir, state)
+            try:
+                results = run_one(run_spec, run_dir)
+            except KeyboardInterrupt:
+                rec.update(status="interrupted", time_s=round(time.monotonic() - t0, 1))
+                state["runs"][e.key] = rec
+                state["status"] = "interrupted"
+                _save(camp_dir, state)
+                raise
+            except Exception as err:
+                if not isinstance(err, TrialError):
+                    traceback.print_exc()
+                rec["run_s"] = round(time.monotonic() - t0, 1)
+                record(e.key, rec, _Outcome(None, err, 0.0))
+                say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
+                continue
+            rec["run_s"] = round(time.monotonic() - t0, 1)
+            if judging is None:
+                record(e.key, rec, _Outcome(results, None, 0.0))
+                say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
+                continue
+            rec.update(status="ran", **_cluster_use(run_dir))
+            state["runs"][e.key] = rec
+            _save(camp_dir, state)
+            judging.submit(e.key, run_dir)
+        if judging is not None:
+            while judging.pending:
+                collect(wait=True)
+    except KeyboardInterrupt:
+        if judging is not None:
+            collect(wait=False)  # what was judged by now is kept
+        state["status"] = "interrupted"
+        _save(camp_dir, state)
+        raise
+    finally:
+        if judging is not None:
+            judging.stop()
     state["status"] = "done"
     state["clusters"] = cluster_savings(state)
     state["exit_code"] = worst([r["code"] for r in state["runs"].values() if "code" in r])
     _save(camp_dir, state)
     return state
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    results: dict[str, Any] | None
+    error: BaseException | None
+    seconds: float
+
+
+class _Judging:
+    """One background thread that judges finished runs in the order they ended.
+
+    A daemon thread: Ctrl-C must not wait for a Spark job; a run it was judging stays
+    `ran` in campaign.json, which only the main thread writes."""
+
+    def __init__(self, judge: Judge) -> None:
+        self._judge = judge
+        self._todo: queue.Queue[tuple[str, Path] | None] = queue.Queue()
+        self._done: queue.Queue[tuple[str, _Outcome]] = queue.Queue()
+        self.pending = 0
+        self._thread = threading.Thread(target=self._loop, name="campaign-judge", daemon=True)
+        self._thread.start()
+
+    def submit(self, key: str, run_dir: Path) -> None:
+        self.pending += 1
+        self._todo.put((key, run_dir))
+
+    def finished(self, wait: bool) -> list[tuple[str, _Outcome]]:
+        out: list[tuple[str, _Outcome]] = []
+        if wait and self.pending:
+            out.append(self._done.get())
+        while True:
+            try:
+                out.append(self._done.get_nowait())
+            except queue.Empty:
+                break
+        self.pending -= len(out)
+        return out
+
+    def stop(self) -> None:
+        self._todo.put(None)
+
+    def _loop(self) -> None:
+        # The run going on in the main thread owns the status line.
+        with status_muted():
+            while (item := self._todo.get()) is not None:
+                key, run_dir = item
+                t0 = time.monotonic()
+                try:
+                    outcome = _Outcome(self._judge(run_dir), None, 0.0)
+                except Exception as err:
+                    if not isinstance(err, TrialError):
+                        traceback.print_exc()
+                    outcome = _Outcome(None, err, 0.0)
+                seconds = time.monotonic() - t0
+                self._done.put((key, dataclasses.replace(outcome, seconds=seconds)))
 
 
 def _cluster_use(run_dir: Path) -> dict[str, Any]:

@@ -152,6 +152,8 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
             over["duration_s"] = a.duration
         if a.fresh_clusters:
             over["reuse_clusters"] = False
+        if a.serial_analysis:
+            over["overlap_analysis"] = False
         spec = cp.load_campaign(a.config, over)
         origin = Path(a.config).resolve() if a.config else None
         # Config files are found from the campaign file; saved absolute, so --resume can.
@@ -161,17 +163,35 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
         cp.entries(spec, origin)  # every run's config is checked before anything starts
         camp_dir = cp.new_campaign_dir(Path(a.runs_dir), spec.name)
     print(f"campaign: {camp_dir}")
+    if spec.overlap_analysis:
+        from kafka_trial.contracts.log import activity
+        from kafka_trial.spark_analysis.session import spark_session
+
+        # Started here, not by the judging thread: while the JVM starts, the whole
+        # process's stderr points at a log to keep the launcher's banner off the
+        # terminal, and the run going on meanwhile would lose its lines to it.
+        with activity("analysis: starting Spark"):
+            spark_session(a.spark_master or "local[*]")
     warm = WarmCluster() if spec.reuse_clusters else None
 
-    def run_one(run_spec: RunSpec, run_dir: Path) -> dict[str, Any]:
-        run(run_spec, run_dir, warm)
+    def judge(run_dir: Path) -> dict[str, Any]:
         results = analyze(run_dir, a.spark_master, report=True)
         write_report(run_dir)
         return results
 
+    def run_one(run_spec: RunSpec, run_dir: Path) -> dict[str, Any] | None:
+        run(run_spec, run_dir, warm)
+        return None if spec.overlap_analysis else judge(run_dir)
+
     try:
         with signals_interrupt():
-            state = cp.run_campaign(spec, camp_dir, run_one, resume=bool(a.resume))
+            state = cp.run_campaign(
+                spec,
+                camp_dir,
+                run_one,
+                resume=bool(a.resume),
+                judge=judge if spec.overlap_analysis else None,
+            )
     except KeyboardInterrupt:
         state = json.loads((camp_dir / cp.CAMPAIGN_FILE).read_text())
         cp.write_index(camp_dir, state)
@@ -433,6 +453,11 @@ def parser() -> argparse.ArgumentParser:
         "--fresh-clusters",
         action="store_true",
         help="start a new cluster for every run instead of reusing a warm one",
+    )
+    cg.add_argument(
+        "--serial-analysis",
+        action="store_true",
+        help="judge each run before the next one starts, instead of while it runs",
     )
     cg.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     _junit_flag(cg)

@@ -55,3 +55,8 @@ def test_a_two_run_campaign(tmp_path: Path, images) -> None:
     second = [json.loads(line) for line in (camp / "acks0-s0" / "history.jsonl").open()]
     assert {m["topic"] for o in second if o["f"] == "send" for m in o["value"]} == {"trial-r2"}
     assert containers_of(described[0]["run_id"]) == []
+    # The first run was judged while the second one ran, not before it started.
+    assert (camp / "safe-s0" / "results.json").stat().st_mtime > (
+        camp / "acks0-s0" / "spec.json"
+    ).stat().st_mtime
+    assert all(state["runs"][k]["judge_s"] > 0 for k in state["order"])

@@ -4,12 +4,14 @@ the run itself (the real thing is tests/integration/test_campaign_command.py).""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import set_status_sink, status
 from kafka_trial.harness import campaign as cp
 from kafka_trial.harness.cli import main
 from kafka_trial.harness.spec import RunSpec
@@ -175,3 +177,84 @@ def test_a_run_that_crashes_is_recorded_and_the_campaign_goes_on(tmp_path: Path)
     assert state["runs"]["safe-s0"]["verdict"] == "error"
     assert "ValueError: a bug" in state["runs"]["safe-s0"]["error"]
     assert state["exit_code"] == 3
+
+
+class Overlapped(FakeRuns):
+    """run_one only runs; judge gives the results. Run 2 waits until run 1's judging
+    has started, and run 1's judging waits until run 2 has started: if the campaign
+    judged before running on, both waits would time out."""
+
+    def __init__(self, interrupt_at: int | None = None, judge_blocks: bool = False) -> None:
+        super().__init__(interrupt_at)
+        self.judged: list[str] = []
+        self.judging_started = threading.Event()
+        self.second_started = threading.Event()
+        self.overlapped: list[bool] = []
+        self.release = threading.Event()
+        self.judge_blocks = judge_blocks
+        self.statuses: list[str | None] = []
+
+    def __call__(self, spec: RunSpec, run_dir: Path) -> None:
+        if self.ran:
+            self.second_started.set()
+            self.overlapped.append(self.judging_started.wait(10))
+        super().__call__(spec, run_dir)
+        (run_dir / "name").write_text(spec.name)
+
+    def judge(self, run_dir: Path) -> dict[str, Any]:
+        self.judging_started.set()
+        status("analysis: in the background")
+        if not self.judged:
+            self.overlapped.append(self.second_started.wait(10))
+        if self.judge_blocks:
+            self.release.wait(10)
+        self.judged.append(run_dir.name)
+        name = (run_dir / "name").read_text()
+        if name == "leader-epoch":
+            raise ValueError("a checker bug")
+        return _results(False, 3) if name == "acks0" else _results(True)
+
+
+def test_each_run_is_judged_while_the_next_one_runs(tmp_path: Path) -> None:
+    runs = Overlapped()
+    set_status_sink(runs.statuses.append)
+    try:
+        spec = cp.CampaignSpec(presets=("safe", "acks0", "leader-epoch"))
+        state = cp.run_campaign(spec, tmp_path, runs, say=lambda s: None, judge=runs.judge)
+    finally:
+        set_status_sink(None)
+    assert runs.overlapped == [True, True, True]
+    assert runs.judged == ["safe-s0", "acks0-s0", "leader-epoch-s0"]  # in the order they ran
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["runs"]["safe-s0"]["verdict"] == "valid"
+    assert saved["runs"]["acks0-s0"]["forbidden"] == {"lost-write": 3}
+    # A crash while judging is that run's verdict, not the campaign's end.
+    assert saved["runs"]["leader-epoch-s0"]["verdict"] == "error"
+    assert "ValueError: a checker bug" in saved["runs"]["leader-epoch-s0"]["error"]
+    assert all(r["status"] == "done" and "judge_s" in r for r in saved["runs"].values())
+    assert state["exit_code"] == 3
+    # The background judge never took the status line from the run in front.
+    assert "analysis: in the background" not in runs.statuses
+
+
+def test_a_run_interrupted_before_it_was_judged_is_judged_on_resume_not_run_again(
+    tmp_path: Path,
+) -> None:
+    spec = cp.CampaignSpec(presets=("safe", "acks0"))
+    first = Overlapped(interrupt_at=1, judge_blocks=True)
+    first.judging_started.set()  # the interrupted second run must not wait for it
+    with pytest.raises(KeyboardInterrupt):
+        cp.run_campaign(spec, tmp_path, first, say=lambda s: None, judge=first.judge)
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["status"] == "interrupted"
+    assert saved["runs"]["safe-s0"]["status"] == "ran"  # its judging was still going on
+    assert saved["runs"]["acks0-s0"]["status"] == "interrupted"
+    first.release.set()
+    second = Overlapped()
+    second.judging_started.set()
+    second.second_started.set()
+    state = cp.run_campaign(spec, tmp_path, second, resume=True, say=print, judge=second.judge)
+    assert second.ran == [("acks0", 0)]  # safe ran before: judged, not run again
+    assert sorted(second.judged) == ["acks0-s0", "safe-s0"]
+    assert state["status"] == "done" and state["exit_code"] == 1
+    assert state["runs"]["safe-s0"]["verdict"] == "valid"

@@ -37,18 +37,25 @@ EXPECT: dict[str, Expect] = {
     "acks0": Expect(),  # C1
     "acks1": Expect(),  # C2
     "min-isr-1": Expect(),  # C3
-    "unclean": Expect(),  # C5; the lossy sequence is asserted in test_campaigns
+    "unclean": Expect(seen=("lost-write",)),  # C5; and test_unclean_election_follows_...
     "no-idempotence-retries": Expect(seen=("duplicate",)),  # C6
     "inflight-reorder": Expect(),  # C7
     "idempotent-retries": Expect(absent=("duplicate", "reorder"), valid=True),  # C8
     "producer-restart-resend": Expect(seen=("duplicate",)),  # C9
     "txn": Expect(absent=("aborted-read", "torn-txn"), valid=True),  # C10
-    "eos-copier": Expect(valid=True),  # C11
+    "eos-copier": Expect(
+        absent=("eos-output-lost", "eos-output-duplicate"), valid=True
+    ),  # C11; and test_eos_copier_crashes_...
     "leader-epoch": Expect(absent=("inconsistent-offsets",), valid=True),  # C12
     "hw-visibility": Expect(absent=("vanished-read",), valid=True),  # C13
-    "auto-commit": Expect(client_fs=("crash",)),  # C16
+    "auto-commit": Expect(
+        seen=("group-missed",),
+        absent=("lost-write",),
+        valid=True,
+        client_fs=("crash", "group-offsets"),
+    ),  # C16
     "commit-after-process": Expect(
-        seen=("group-redelivered",), absent=("group-missed",), client_fs=("crash",)
+        seen=("group-redelivered",), absent=("group-missed",), valid=True, client_fs=("crash",)
     ),  # C17
     "rebalance": Expect(
         seen=("group-redelivered",), absent=("group-missed",), client_fs=("leave", "join", "stall")
@@ -65,6 +72,29 @@ FAULT_FS = ("kill", "stop", "pause", "bounce", "partition", "degrade", "wipe", "
 # in the campaign's own process. Each test then asserts on its own run.
 SEED = 3
 TWINS: dict[str, dict] = {
+    # C4 under repeated faults of both kinds: the preset's 25 s fit one fault period.
+    "safe-repeated": {
+        "topic": {"partitions": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        # With seed 3: kill-leader, isolate-broker, kill-leader (nemesis/schedule.py).
+        "nemesis": {"faults": ["kill-leader", "isolate-broker"], "fault_s": 4, "quiet_s": 2},
+    },
+    # C10: aborted transactions are seen by read_uncommitted only.
+    **{
+        f"txn-aborts-{isolation}": {
+            "producer": {
+                "transactional": True,
+                "abort_fraction": 0.3,
+                "workers": 2,
+                "batch": 6,
+                "txn_partitions": 3,
+            },
+            "consumer": {"workers": 1, "isolation_level": isolation},
+            "nemesis": {"faults": []},
+            "check": {"allowed": ["aborted-read"]},
+        }
+        for isolation in ("read_uncommitted", "read_committed")
+    },
     # C9's twin: the same crashes without the application's resend.
     "restart-no-resend": _merge(
         preset("producer-restart-resend"),
@@ -194,3 +224,69 @@ def test_transactions_reading_their_own_writes(
     c = _counts(res)
     assert (c["precommitted-read"] > 0) is precommitted, c
     assert c["aborted-read"] == 0 and c["torn-txn"] == 0 and c["lost-write"] == 0
+
+
+@pytest.mark.slow
+def test_safe_settings_lose_nothing_under_repeated_kills_and_isolation(
+    claims_campaign: Path,
+) -> None:
+    """C4: acks=all, idempotence, RF=3, min.isr=2, no unclean election, under leader
+    kills and broker isolation one after another."""
+    ops, res = _run(claims_campaign, "safe-repeated")
+    faults = [
+        o for o in ops if o.process == "nemesis" and o.type == "ok" and o.f in ("kill", "partition")
+    ]
+    assert {o.f for o in faults} == {"kill", "partition"}, "both fault kinds must have run"
+    assert len(faults) >= 3
+    assert res["stats"]["send_outcomes"].get("ok", 0) > 1000
+    c = _counts(res)
+    assert c["lost-write"] == 0 and c["duplicate"] == 0
+    assert res["valid"] is True, (c, res["problems"])
+
+
+@pytest.mark.slow
+def test_unclean_election_follows_the_lone_leader_and_loses_acknowledged_writes(
+    claims_campaign: Path,
+) -> None:
+    """C5: isolate the leader from its followers until the ISR is the leader alone,
+    write, kill it, and let an out-of-sync replica lead: acknowledged writes are lost."""
+    ops, res = _run(claims_campaign, "unclean")
+    done = [(o.f, o.type) for o in ops if o.process == "nemesis" and o.type != "invoke"]
+    for step in ("partition", "await-isr-shrink", "kill", "elect-unclean", "start"):
+        assert (step, "ok") in done, f"nemesis step {step} did not succeed: {done}"
+    assert _counts(res)["lost-write"] > 0
+    assert "lost-write" in res["allowed_seen"] and res["valid"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("isolation", "aborted_reads"), [("read_uncommitted", True), ("read_committed", False)]
+)
+def test_aborted_transactions_are_visible_only_to_read_uncommitted(
+    claims_campaign: Path, isolation: str, aborted_reads: bool
+) -> None:
+    """C10: read_committed never sees aborted records; read_uncommitted does."""
+    ops, res = _run(claims_campaign, f"txn-aborts-{isolation}")
+    txns = [o for o in ops if o.f == "txn" and o.type != "invoke"]
+    assert {o.type for o in txns} >= {"ok", "fail"}, "need committed and aborted txns"
+    c = _counts(res)
+    assert (c["aborted-read"] > 0) is aborted_reads, c
+    for a in ("torn-txn", "lost-write", "poll-skip", "nonmonotonic-poll"):
+        assert c[a] == 0, (a, c)
+    for a in ("int-nonmonotonic-poll", "int-poll-skip", "vanished-read"):
+        assert c[a] == 0, (a, c)
+    assert res["valid"] is True
+
+
+@pytest.mark.slow
+def test_eos_copier_crashes_mid_transaction_and_still_copies_exactly_once(
+    claims_campaign: Path,
+) -> None:
+    """C11: consume-transform-produce with send_offsets_to_transaction loses and
+    duplicates nothing in its output, though copiers crash mid-transaction."""
+    ops, _ = _run(claims_campaign, "eos-copier")
+    copies = [o for o in ops if o.f == "txn" and o.type != "invoke"]
+    assert any(o.type == "ok" for o in copies)
+    assert any(o.error == "copier crashed before commit" for o in copies), "need crashes"
+    offsets = [o for o in ops if o.f == "group-offsets" and o.type == "ok"]
+    assert offsets and any(x["offset"] for x in offsets[0].value[0]["offsets"])

@@ -16,6 +16,16 @@ from pyspark.sql import SparkSession
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
+# An analysis of a small history is CPU-bound on a JVM that barely warmed up: on
+# this 2-core machine the C2 compiler threads took ~40% of its CPU and G1's
+# concurrent and parallel threads ~15%. The serial collector and a higher bar for
+# C2 halve its CPU time (cold 70 -> 41 s, warm 26-30 -> 13-17 s for a 450-line
+# history, four analyses in one session), and loops over big histories still get C2.
+JIT_AND_GC = (
+    "-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 "
+    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
+)
+
 
 def driver_log() -> Path:
     """Where the embedded driver JVM writes its own output (it is no verdict)."""
@@ -63,7 +73,14 @@ def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -
         .config("spark.ui.retainedJobs", "32")
         .config("spark.ui.retainedStages", "32")
         .config("spark.ui.retainedTasks", "1000")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}")
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} {JIT_AND_GC}",
+        )
+        # Each analysis generates a few hundred classes; Spark's default cache of 100
+        # compiled ones evicted them all, so every analysis in a session compiled
+        # (Janino) and JIT-compiled the same classes again.
+        .config("spark.sql.codegen.cache.maxEntries", "1000")
         .config("spark.driver.memory", os.environ.get("KAFKA_TRIAL_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.sql.session.timeZone", "UTC")
         # A window over one process's reads (the drain's are most of a history) is

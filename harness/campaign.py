@@ -224,9 +224,9 @@ def run_campaign(
     """Run every entry not already done; campaign.json after each. Returns the state.
 
     With `judge`, `run_one` only runs (its return value is ignored) and each finished
-    run is judged on a background thread while the next one runs: a run's fault phase
-    mostly waits on the cluster, and so does a Spark job on a small history, so the
-    two overlap instead of adding up.
+    run is judged on a background thread while the next one runs. Both use the CPU
+    (on 2 cores a fault phase's brokers and clients keep it busy), so the overlap
+    saves what the CPU has to spare, not the whole judging time.
 
     A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the campaign after the run in progress
     has healed and cleaned up; the state then says `interrupted`. A run that ended but

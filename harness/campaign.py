@@ -16,7 +16,6 @@ or broker config change costs one restart, not one per run.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import os
@@ -245,7 +244,7 @@ def run_campaign(
 
     def record(key: str, rec: dict[str, Any], outcome: _Outcome) -> None:
         if outcome.results is not None:
-            rec.update(_summary(outcome.results), status="done", **_cluster_use(camp_dir / key))
+            rec.update(_summary(outcome.results), status="done")
             rec["code"] = exit_code(outcome.results.get("valid"))
             rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
         elif isinstance(outcome.error, TrialError):
@@ -309,11 +308,12 @@ def run_campaign(
                 say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
                 continue
             rec["run_s"] = round(time.monotonic() - t0, 1)
+            rec.update(_cluster_use(run_dir))
             if judging is None:
                 record(e.key, rec, _Outcome(results, None, 0.0))
                 say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
                 continue
-            rec.update(status="ran", **_cluster_use(run_dir))
+            rec["status"] = "ran"
             state["runs"][e.key] = rec
             _save(camp_dir, state)
             judging.submit(e.key, run_dir)
@@ -382,14 +382,14 @@ class _Judging:
             while (item := self._todo.get()) is not None:
                 key, run_dir = item
                 t0 = time.monotonic()
+                results, error = None, None
                 try:
-                    outcome = _Outcome(self._judge(run_dir), None, 0.0)
+                    results = self._judge(run_dir)
                 except Exception as err:
                     if not isinstance(err, TrialError):
                         traceback.print_exc()
-                    outcome = _Outcome(None, err, 0.0)
-                seconds = time.monotonic() - t0
-                self._done.put((key, dataclasses.replace(outcome, seconds=seconds)))
+                    error = err
+                self._done.put((key, _Outcome(results, error, time.monotonic() - t0)))
 
 
 def _cluster_use(run_dir: Path) -> dict[str, Any]:

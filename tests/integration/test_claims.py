@@ -111,6 +111,8 @@ TWINS: dict[str, dict] = {
     },
 }
 CAMPAIGN_LIMIT_S = 60 * 60
+# (isolation level, whether it sees what the transaction has not committed)
+ONLY_UNCOMMITTED_SEES = [("read_uncommitted", True), ("read_committed", False)]
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +211,7 @@ def test_restart_without_resend_does_not_duplicate(claims_campaign: Path) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("isolation", "precommitted"), [("read_uncommitted", True), ("read_committed", False)]
-)
+@pytest.mark.parametrize(("isolation", "precommitted"), ONLY_UNCOMMITTED_SEES)
 def test_transactions_reading_their_own_writes(
     claims_campaign: Path, isolation: str, precommitted: bool
 ) -> None:
@@ -259,9 +259,7 @@ def test_unclean_election_follows_the_lone_leader_and_loses_acknowledged_writes(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("isolation", "aborted_reads"), [("read_uncommitted", True), ("read_committed", False)]
-)
+@pytest.mark.parametrize(("isolation", "aborted_reads"), ONLY_UNCOMMITTED_SEES)
 def test_aborted_transactions_are_visible_only_to_read_uncommitted(
     claims_campaign: Path, isolation: str, aborted_reads: bool
 ) -> None:

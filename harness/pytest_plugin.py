@@ -213,6 +213,7 @@ class TrialHistory:
         from kafka_trial.spark_analysis.job import analyze
 
         check = CheckSpec(allowed=tuple(allow))
+        self.writer.flush()  # the lines recorded so far, on disk for Spark
         (self.run_dir / "spec.json").write_text(json.dumps({"check": check.model_dump()}))
         results = analyze(self.run_dir, report=True)
         write_report(self.run_dir)

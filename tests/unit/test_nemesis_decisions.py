@@ -76,7 +76,7 @@ def test_state_roles_follow_the_cluster_as_it_is_when_the_fault_starts() -> None
 def test_topologies_build_the_same_grudge_as_before(
     tmp_path: Path, brokers: int, topology: str, pick: int, grudge: dict[int, list[int]]
 ) -> None:
-    history = HistoryWriter(tmp_path / "history.jsonl")
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)  # read while open
     Nemesis(FakeCluster(brokers=brokers), history).apply(
         PartitionFault("trial", 0, (topology,)), pick
     )

@@ -24,7 +24,7 @@ FAST = NemesisSpec(fault_s=0.01, quiet_s=0.01)
 
 def make(tmp_path: Path, **fake) -> tuple[FakeCluster, Nemesis, HistoryWriter]:
     cluster = FakeCluster(**fake)
-    history = HistoryWriter(tmp_path / "history.jsonl")
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)  # read while open
     return cluster, Nemesis(cluster, history, FAST, "trial"), history
 
 
@@ -77,7 +77,7 @@ def test_kill_leader_records_the_leader_and_its_start(tmp_path: Path) -> None:
 def test_partition_records_its_grudge_and_the_heal_restores_every_link(tmp_path: Path) -> None:
     settings = NemesisSpec(faults=("partition",), topologies=("halves",))
     cluster = FakeCluster()
-    history = HistoryWriter(tmp_path / "h.jsonl")
+    history = HistoryWriter(tmp_path / "h.jsonl", flush_s=0)  # read while open
     nem = Nemesis(cluster, history, settings, "trial")
     nem.apply("partition", pick=3)
     done = read_history(history.path).ops[1]

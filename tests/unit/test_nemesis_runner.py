@@ -21,7 +21,7 @@ from tests.fakes import FakeCluster
 
 def nemesis(tmp_path: Path, settings: NemesisSpec | None = None, **fake) -> tuple:
     cluster = FakeCluster(**fake)
-    history = HistoryWriter(tmp_path / "history.jsonl")
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)  # read while open
     return cluster, Nemesis(cluster, history, settings), history
 
 

@@ -47,7 +47,9 @@ def _overrides(a: argparse.Namespace) -> dict[str, Any]:
     put("producer.idempotence", a.idempotence)
     put("producer.retries", a.retries)
     put("producer.max_in_flight", a.max_in_flight)
-    put("producer.workers", a.workers)
+    put("producer.clients", a.workers)
+    if a.rate is not None:
+        put("producer.target_rate", None if a.rate == "unlimited" else a.rate)
     if a.nemesis is not None:
         put("nemesis.faults", [x for x in a.nemesis.split(",") if x] if a.nemesis != "none" else [])
     if a.allow is not None:
@@ -65,6 +67,17 @@ def _overrides(a: argparse.Namespace) -> dict[str, Any]:
             value = raw
         put(key.strip(), value)
     return o
+
+
+def _rate(s: str) -> int | str:
+    if s == "unlimited":
+        return s
+    try:
+        return int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number or unlimited, got {s!r}"
+        ) from None
 
 
 def _bool(s: str) -> bool:
@@ -85,7 +98,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
     run_dir = new_run_dir(spec)
     outcome = run(spec, run_dir)
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phase_s.items())
-    print(f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s; phases: {phases}")
+    print(
+        f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s, "
+        f"{outcome.values_acked_per_s:.0f} values acknowledged/s; phases: {phases}"
+    )
     if a.no_analyze:
         print(f"run dir: {run_dir}")
         return 0
@@ -354,7 +370,15 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idempotence", type=_bool, metavar="BOOL")
     p.add_argument("--retries", type=int)
     p.add_argument("--max-in-flight", type=int)
-    p.add_argument("--workers", type=int)
+    p.add_argument(
+        "--clients", "--workers", dest="workers", type=int, help="producer clients (lanes)"
+    )
+    p.add_argument(
+        "--rate",
+        type=_rate,
+        metavar="N|unlimited",
+        help="values per second offered by all producers (producer.target_rate)",
+    )
     p.add_argument(
         "--nemesis", help=f"comma-separated fault packages, or none: {', '.join(PACKAGES)}"
     )

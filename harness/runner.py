@@ -116,6 +116,7 @@ class RunOutcome:
     phase_s: dict[str, float]
     drain_complete: bool
     healthy_after_heal: bool
+    values_acked_per_s: float = 0.0  # during the load phase (fault phase and quiet spell)
 
 
 def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOutcome:
@@ -174,7 +175,7 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
         "cluster_run_id": cluster.run_id,
         "warm_cluster": reused,
     }
-    ops_per_s = 0.0
+    ops_per_s = acked_per_s = 0.0
     drain_complete = False
     healthy = False
     completed = False
@@ -241,6 +242,9 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             info["faults"] = nemesis.faults_done
             info["history_ops"] = history.lines_written
             info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
+            # Acknowledged during the load phase: the drain adds none.
+            acked_per_s = summary.values_acked / load_s if load_s > 0 else 0.0
+            info["values_acked_per_s"] = round(acked_per_s, 1)
             completed = True
     finally:
         with signals_deferred():
@@ -260,7 +264,15 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             info["phases"] = phases
             info["ops_per_s"] = round(ops_per_s, 1)
             (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
-    return RunOutcome(run_dir, info.get("send_ops", 0), ops_per_s, phases, drain_complete, healthy)
+    return RunOutcome(
+        run_dir,
+        info.get("send_ops", 0),
+        ops_per_s,
+        phases,
+        drain_complete,
+        healthy,
+        acked_per_s,
+    )
 
 
 def _fault_phase(

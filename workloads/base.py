@@ -69,6 +69,8 @@ class ClientContext:
     run_id: str = "local"
     logger: Any = None
     pids: ProcessIds = field(default_factory=ProcessIds)
+    # Producer client ids: each librdkafka producer instance (session) gets its own.
+    client_ids: ProcessIds = field(default_factory=ProcessIds)
     values: UniqueValues = field(default_factory=UniqueValues)
     acks: AckBook = field(default_factory=AckBook)
     extra_config: dict[str, Any] = field(default_factory=dict)

@@ -34,7 +34,7 @@ class ProducerWorkload:
 
     def workers(self, ctx: ClientContext, lanes: Callable[[], Lane]) -> list[Worker]:
         out: list[Worker] = []
-        for i in range(self.spec.workers):
+        for i in range(self.spec.clients):
             if self.spec.transactional:
                 tid = f"kt-{ctx.run_id}-{i}"
                 out.append(

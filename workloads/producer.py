@@ -1,23 +1,30 @@
-"""Producer workers: each op sends a batch of unique values and waits for every report.
+"""Producer clients: each librdkafka client serves several logical processes.
 
-An op is one history invoke and one completion. Within an op the values are
-pipelined (up to max.in.flight requests), which is what lets retries reorder or
-duplicate them when the settings allow it.
+A process (a history `process`) has at most one send op outstanding: its invoke
+comes before its first produce() and its one completion after its last delivery
+report. A client serves `processes_per_client` processes at once, so its requests
+are batched and pipelined as in production, and linger.ms, batch.size and
+max.in.flight come into play. Every send records its client and its place in that
+client's produce() order (`client`, `seq`): what the client was asked to keep in
+order, whichever process asked.
 
-A worker whose op ended `info` (a timeout, or a deliberate client crash with sends
-in flight) continues as a new process with a new client. With `resend_unacked`,
-that new process first re-sends the values left unknown, as an application that
-keeps its own outbox would: idempotence is per producer session, so this can
-duplicate (claim C9). Those micro-ops carry `"resend": true`.
+A process whose op ended `info` continues under a new process id (Jepsen's rule:
+that op may still take effect). A client crash (`crash_fraction`: sends in flight)
+or a fatal error ends every op of the client as `info` and a new client, with new
+processes, takes over. With `resend_unacked`, values left unknown are sent again
+first, as an application that keeps its own outbox would: idempotence is per
+producer session, so this can duplicate (claim C9). Those micro-ops carry
+`"resend": true`.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import random
 import time
-from collections.abc import Callable
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from kafka_trial.cluster.settings import TopicSpec
@@ -25,7 +32,11 @@ from kafka_trial.contracts.ops import Send
 from kafka_trial.workloads.base import AckTracker, ClientContext, Counters, Lane
 from kafka_trial.workloads.clients import abandon
 from kafka_trial.workloads.outcomes import Outcome, classify
+from kafka_trial.workloads.pacing import Pacer
 from kafka_trial.workloads.settings import ProducerSpec
+
+# (outcome, offset, error, partition the record went to) of one send.
+Result = tuple[Outcome, int | None, str | None, int | None]
 
 
 def _op_type(outcomes: list[Outcome]) -> Outcome:
@@ -34,6 +45,25 @@ def _op_type(outcomes: list[Outcome]) -> Outcome:
     if all(o == "fail" for o in outcomes):
         return "fail"
     return "info"
+
+
+@dataclass(eq=False)
+class _SendOp:
+    """One process's outstanding op: filled in by delivery reports."""
+
+    process: int
+    micro: list[Send]
+    deadline: float
+    results: list[Result | None] = field(default_factory=list)
+    pending: int = 0
+    closed: bool = False  # completed in the history; later reports are ignored
+
+
+@dataclass
+class _Client:
+    producer: Producer
+    id: int
+    seq: itertools.count[int] = field(default_factory=itertools.count)
 
 
 @dataclass
@@ -48,117 +78,159 @@ class ProducerWorker:
     def acks(self) -> AckTracker:
         return self.ctx.acks_for(self.topic.name)
 
-    def _new_producer(self) -> Producer:
-        return Producer(self.ctx.client_config(self.lane, **self.spec.client_config()))
+    def _new_client(self) -> _Client:
+        conf = self.ctx.client_config(self.lane, **self.spec.client_config())
+        return _Client(Producer(conf), self.ctx.client_ids.next())
 
     def run(self) -> None:
-        process = self.ctx.pids.next()
-        producer = self._new_producer()
-        single_attempt = self.spec.retries == 0
-        # librdkafka reports every message within delivery.timeout.ms; beyond that, unknown.
-        wait_s = (self.spec.delivery_timeout_ms + self.spec.request_timeout_ms) / 1000 + 5
+        spec = self.spec
+        rate = spec.target_rate / spec.clients if spec.target_rate else None
+        pacer = Pacer(rate)
         rng = random.Random(self.lane.seed)
-        resend: list[Send] = []
+        # librdkafka reports every message within delivery.timeout.ms; beyond that, unknown.
+        self._wait_s = (spec.delivery_timeout_ms + spec.request_timeout_ms) / 1000 + 5
+        self._single_attempt = spec.retries == 0
+        self._done: deque[_SendOp] = deque()
+        self._resend: deque[list[Send]] = deque()
+        client = self._new_client()
+        idle = [self.ctx.pids.next() for _ in range(spec.processes())]
+        inflight: list[_SendOp] = []
+        crash_at: float | None = None
+        next_sweep = 0.0  # when ops past their deadline are looked for next
         try:
-            while not self.ctx.stop.is_set():
-                crash = rng.random() < self.spec.crash_fraction
-                micro = resend or self._fresh_micro()
-                done = self._send_op(producer, process, micro, single_attempt, wait_s, crash, rng)
-                self.counts.ops += 1
-                unknown = [m for m in done if m.outcome == "info"]
-                if crash or _op_type([m.outcome for m in done]) == "info":
-                    # Jepsen's rule: an indeterminate op crashes the process; a new
-                    # process with a new client session takes over.
-                    abandon(producer)
-                    process = self.ctx.pids.next()
-                    producer = self._new_producer()
-                resend = [
-                    Send(m.topic, m.partition, m.value, resend=True)
-                    for m in unknown
-                    if self.spec.resend_unacked
-                ]
-                self.counts.resent += len(resend)
+            while True:
+                stopping = self.ctx.stop.is_set()
+                if not stopping and crash_at is None:
+                    while idle:
+                        micro = self._resend[0] if self._resend else None
+                        if not pacer.take(len(micro) if micro else spec.batch):
+                            break
+                        if micro is not None:
+                            self._resend.popleft()
+                        op = self._start(client, idle.pop(), micro)
+                        inflight.append(op)
+                        if rng.random() < spec.crash_fraction:
+                            # The crash comes somewhere inside the round trip.
+                            crash_at = time.monotonic() + rng.uniform(0, 0.03)
+                            break
+                if not inflight:
+                    if stopping:
+                        return
+                    self.ctx.stop.wait(min(0.05, pacer.wait_s(spec.batch)))
+                    continue
+                fatal: str | None = None
+                # Wake up for the next delivery report, the next op the rate allows,
+                # or the crash, whichever comes first.
+                wait = 0.05
+                if crash_at is not None:
+                    wait = 0.002
+                elif idle:
+                    wait = min(wait, max(0.001, pacer.wait_s(spec.batch)))
+                try:
+                    client.producer.poll(wait)
+                except KafkaException as e:
+                    # A fatal error (e.g. the idempotent producer's sequence
+                    # desynchronised after an unclean election) ends this client.
+                    fatal = e.args[0].name()
+                while self._done:
+                    op = self._done.popleft()
+                    if not op.closed:
+                        inflight.remove(op)
+                        idle.append(self._complete(op, None))
+                now = time.monotonic()
+                ended = fatal or ("client crashed" if crash_at and now >= crash_at else None)
+                if ended:
+                    if crash_at is not None:
+                        self.counts.crashes += 1
+                    for op in inflight:
+                        self._complete(op, ended)
+                    abandon(client.producer)
+                    client = self._new_client()
+                    # A new session: none of the old processes goes on.
+                    idle = [self.ctx.pids.next() for _ in range(spec.processes())]
+                    inflight, crash_at = [], None
+                    continue
+                if now >= next_sweep:
+                    next_sweep = now + 0.1
+                    for op in [o for o in inflight if now >= o.deadline]:
+                        inflight.remove(op)
+                        idle.append(self._complete(op, "no delivery report"))
         finally:
-            abandon(producer)
+            for op in inflight:
+                self._complete(op, "worker stopped")
+            abandon(client.producer)
 
-    def _fresh_micro(self) -> list[Send]:
-        keyed = self.spec.keyed
-        return [
-            # Keyed sends leave the choice to the partitioner: null until the report.
-            Send(self.topic.name, None if keyed else v % self.topic.partitions, v)
-            for v in self.ctx.values.take(self.spec.batch)
-        ]
-
-    def _send_op(
-        self,
-        producer: Producer,
-        process: int,
-        micro: list[Send],
-        single_attempt: bool,
-        wait_s: float,
-        crash: bool,
-        rng: random.Random,
-    ) -> list[Send]:
-        keyed = self.spec.keyed
-        history = self.ctx.history
-        history.invoke(process, "send", micro)
-        # Per value: (outcome, offset, error, partition the record went to).
-        results: list[tuple[Outcome, int | None, str | None, int | None] | None]
-        results = [None] * len(micro)
-        pending = [len(micro)]
-
-        def report(i: int) -> Callable[[KafkaError | None, Message], None]:
-            def cb(err: KafkaError | None, msg: Message) -> None:
-                part = msg.partition()
-                part = part if part is not None and part >= 0 else micro[i].partition
-                if err is None:
-                    off = msg.offset()
-                    # acks=0 gets no offset back: librdkafka reports -1 (OFFSET_INVALID).
-                    offset = off if off is not None and off >= 0 else None
-                    results[i] = ("ok", offset, None, part)
-                else:
-                    results[i] = (classify(err.code(), single_attempt), None, err.name(), part)
-                pending[0] -= 1
-
-            return cb
-
+    def _start(self, client: _Client, process: int, resend: list[Send] | None) -> _SendOp:
+        """Invoke an op of fresh values (or of `resend`), then produce its values."""
+        topic, parts, keyed, seq = (
+            self.topic.name,
+            self.topic.partitions,
+            self.spec.keyed,
+            client.seq,
+        )
+        if resend is None:
+            micro = [
+                # Keyed sends leave the choice to the partitioner: null until the report.
+                Send(topic, None if keyed else v % parts, v, client=client.id, seq=next(seq))
+                for v in self.ctx.values.take(self.spec.batch)
+            ]
+        else:
+            micro = [
+                Send(m.topic, m.partition, m.value, resend=True, client=client.id, seq=next(seq))
+                for m in resend
+            ]
+        op = _SendOp(process, micro, time.monotonic() + self._wait_s, [None] * len(micro))
+        self.ctx.history.invoke(process, "send", micro)
+        op.pending = len(micro)
+        produce = client.producer.produce
         for i, m in enumerate(micro):
-            kwargs: dict[str, Any] = {"value": str(m.value).encode(), "on_delivery": report(i)}
-            if keyed:
-                kwargs["key"] = str(m.value).encode()
-            if m.partition is not None:
-                # A resent keyed value goes where its first send's report said.
-                kwargs["partition"] = m.partition
+            raw = str(m.value).encode()
             try:
-                producer.produce(m.topic, **kwargs)
+                produce(
+                    m.topic,
+                    value=raw,
+                    key=raw if keyed else None,
+                    # -1: the partitioner's choice. A resent keyed value goes where its
+                    # first send's report said.
+                    partition=-1 if m.partition is None else m.partition,
+                    on_delivery=functools.partial(self._report, op, i),
+                )
             except BufferError:
-                results[i] = ("fail", None, "_QUEUE_FULL", m.partition)
-                pending[0] -= 1
+                self._settle(op, i, ("fail", None, "_QUEUE_FULL", m.partition))
             except KafkaException as e:
                 err = e.args[0]
-                results[i] = (classify(err.code(), True), None, err.name(), m.partition)
-                pending[0] -= 1
-        # A crash comes somewhere inside the round trip: requests may be on the wire.
-        deadline = time.monotonic() + (rng.uniform(0, 0.03) if crash else wait_s)
-        fatal: str | None = None
-        while pending[0] > 0 and time.monotonic() < deadline:
-            try:
-                producer.poll(0.005 if crash else 0.05)
-            except KafkaException as e:
-                # A fatal error (e.g. the idempotent producer's sequence desynchronised
-                # after an unclean election) ends this client: what is unanswered is
-                # unknown, and the worker goes on with a new producer.
-                fatal = e.args[0].name()
-                break
-        if crash:
-            self.counts.crashes += 1
+                self._settle(op, i, (classify(err.code(), True), None, err.name(), m.partition))
+        return op
+
+    def _report(self, op: _SendOp, i: int, err: KafkaError | None, msg: Message) -> None:
+        part = msg.partition()
+        part = part if part is not None and part >= 0 else op.micro[i].partition
+        if err is None:
+            off = msg.offset()
+            # acks=0 gets no offset back: librdkafka reports -1 (OFFSET_INVALID).
+            self._settle(op, i, ("ok", off if off is not None and off >= 0 else None, None, part))
+        else:
+            outcome = classify(err.code(), self._single_attempt)
+            self._settle(op, i, (outcome, None, err.name(), part))
+
+    def _settle(self, op: _SendOp, i: int, result: Result) -> None:
+        if op.closed or op.results[i] is not None:
+            return
+        op.results[i] = result
+        op.pending -= 1
+        if op.pending == 0:
+            self._done.append(op)
+
+    def _complete(self, op: _SendOp, missing: str | None) -> int:
+        """Record the op's completion; the process that goes on (a new one after an
+        unknown outcome). `missing` is why a send without a report is unknown."""
+        op.closed = True
         done: list[Send] = []
         errors: list[str] = []
         outcomes: list[Outcome] = []
-        for m, r in zip(micro, results, strict=True):
-            missing = "client crashed" if crash else fatal or "no delivery report"
+        for m, r in zip(op.micro, op.results, strict=True):
             outcome, offset, error, part = (
-                r if r is not None else ("info", None, missing, m.partition)
+                r if r is not None else ("info", None, missing or "no delivery report", m.partition)
             )
             outcomes.append(outcome)
             if error and error not in errors:
@@ -166,7 +238,14 @@ class ProducerWorker:
             done.append(m.done(outcome, offset, part))
         self.acks.record_sends(done)
         op_type = _op_type(outcomes)
-        history.complete(
-            op_type, process, "send", done, ",".join(errors) if op_type != "ok" else None
+        self.ctx.history.complete(
+            op_type, op.process, "send", done, ",".join(errors) if op_type != "ok" else None
         )
-        return done
+        self.counts.ops += 1
+        if op_type != "info":
+            return op.process
+        if self.spec.resend_unacked:
+            unknown = [m for m in done if m.outcome == "info"]
+            self._resend.append(unknown)
+            self.counts.resent += len(unknown)
+        return self.ctx.pids.next()

@@ -7,6 +7,10 @@ from typing import Any, Literal
 from kafka_trial.contracts.settings import Frozen
 from pydantic import Field, field_validator, model_validator
 
+# Enough ops in flight per client to keep librdkafka's batches full at the default
+# rate (10 values each; a produce round trip is a few ms on loopback).
+DEFAULT_PROCESSES = 32
+
 
 class ProducerSpec(Frozen):
     acks: Literal["0", "1", "all"] = "all"
@@ -24,7 +28,23 @@ class ProducerSpec(Frozen):
     abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
     txn_delay_ms: int = Field(0, ge=0, description="pause inside each transaction")
     transaction_timeout_ms: int = Field(60000, ge=1000)
-    workers: int = Field(3, ge=1, le=64)
+    clients: int = Field(
+        3, ge=1, le=64, description="producer clients (librdkafka instances), one lane each"
+    )
+    processes_per_client: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="logical processes sharing each client, one op outstanding each, so "
+        f"librdkafka batches and pipelines their sends (default {DEFAULT_PROCESSES}; 1 for "
+        "transactional producers, which run one transaction at a time)",
+    )
+    target_rate: int | None = Field(
+        10000,
+        ge=1,
+        description="values per second offered by all producers together; null: as fast "
+        "as the clients go",
+    )
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
     crash_fraction: float = Field(
         0.0, ge=0, le=1, description="ops during which the client crashes, sends in flight"
@@ -37,6 +57,20 @@ class ProducerSpec(Frozen):
     txn_poll: bool = Field(
         False, description="each transaction reads its own partitions before it ends"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workers_is_clients(cls, data: object) -> object:
+        # `producer.workers` was this setting's name before clients were pipelined.
+        if isinstance(data, dict) and "workers" in data and "clients" not in data:
+            data = {("clients" if k == "workers" else k): v for k, v in data.items()}
+        return data
+
+    def processes(self) -> int:
+        """Logical processes per client, the default resolved."""
+        if self.processes_per_client is not None:
+            return self.processes_per_client
+        return 1 if self.transactional else DEFAULT_PROCESSES
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -55,6 +89,11 @@ class ProducerSpec(Frozen):
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all; set producer.acks=all or idempotence=false"
+            )
+        if self.transactional and self.processes() > 1:
+            raise ValueError(
+                "a transactional client runs one transaction at a time; "
+                "set producer.processes_per_client=1 or leave it out"
             )
         if self.txn_poll and not self.transactional:
             raise ValueError("txn_poll needs producer.transactional=true")

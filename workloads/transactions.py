@@ -34,6 +34,7 @@ from kafka_trial.workloads.clients import (
 )
 from kafka_trial.workloads.consumer import new_consumer, records_of
 from kafka_trial.workloads.outcomes import Outcome
+from kafka_trial.workloads.pacing import Pacer
 from kafka_trial.workloads.settings import ProducerSpec
 
 
@@ -72,8 +73,13 @@ class TxnWorker:
             if self.spec.txn_poll
             else None
         )
+        spec = self.spec
+        pacer = Pacer(spec.target_rate / spec.clients if spec.target_rate else None)
         try:
             while producer is not None and not self.ctx.stop.is_set():
+                if not pacer.take(spec.batch):
+                    self.ctx.stop.wait(pacer.wait_s(spec.batch))
+                    continue
                 outcome = self._txn_op(producer, reader, process, rng)
                 self.counts.ops += 1
                 if outcome == "info":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 import threading
 import time
 from pathlib import Path
@@ -26,71 +25,118 @@ def worker(
     return w, h
 
 
-def send_op(w: ProducerWorker, p, wait_s: float = 30, crash: bool = False) -> str:
-    done = w._send_op(p, 0, w._fresh_micro(), False, wait_s, crash, random.Random(0))
-    outcomes = {m.outcome for m in done}
-    return outcomes.pop() if len(outcomes) == 1 else "info"
-
-
-def test_send_op_records_offsets_and_outcomes(tmp_path: Path) -> None:
-    w, h = worker(tmp_path, {})
-    p = w._new_producer()
-    assert send_op(w, p) == "ok"
-    p.flush(5)
-    h.close()
-    inv, done = read_history(tmp_path / "history.jsonl").ops
-    assert inv.type == "invoke" and done.type == "ok" and done.f == "send"
-    assert [m["value"] for m in done.value] == [m["value"] for m in inv.value] == list(range(6))
-    assert all(m["outcome"] == "ok" and isinstance(m["offset"], int) for m in done.value)
-    assert all(m["partition"] == m["value"] % 3 for m in done.value)
-    assert w.acks.acked == 6
-
-
-def test_keyed_sends_let_the_partitioner_choose(tmp_path: Path) -> None:
-    w, h = worker(tmp_path, {"keyed": True})
-    p = w._new_producer()
-    assert send_op(w, p) == "ok"
-    h.close()
-    inv, done = read_history(tmp_path / "history.jsonl").ops
-    assert all(m["partition"] is None for m in inv.value)
-    assert all(isinstance(m["partition"], int) for m in done.value)
-
-
-def test_unanswered_sends_complete_as_info(tmp_path: Path) -> None:
-    w, h = worker(tmp_path, {"delivery_timeout_ms": 1000})
-    p = w._new_producer()
-    # No time to wait for delivery reports: the outcome is unknown, never fail.
-    assert send_op(w, p, wait_s=0) == "info"
-    h.close()
-    done = read_history(tmp_path / "history.jsonl").ops[1]
-    assert done.type == "info" and done.error == "no delivery report"
-    assert all(m["outcome"] == "info" and m["offset"] is None for m in done.value)
-
-
-def test_a_crash_leaves_sends_in_flight_unknown(tmp_path: Path) -> None:
-    # The mock brokers answer after 200 ms: the crash always comes first.
-    w, h = worker(tmp_path, {}, {"test.mock.broker.rtt": 200})
-    p = w._new_producer()
-    assert send_op(w, p, crash=True) == "info"
-    h.close()
-    done = read_history(tmp_path / "history.jsonl").ops[1]
-    assert done.error == "client crashed" and w.counts.crashes == 1
-    assert all(m["outcome"] == "info" for m in done.value)
-
-
-def run_briefly(w: ProducerWorker, seconds: float) -> None:
+def run_briefly(w: ProducerWorker, seconds: float) -> float:
+    """Run the worker's loop for `seconds`, then stop it; the time it ran."""
     t = threading.Thread(target=w.run)
+    t0 = time.monotonic()
     t.start()
     time.sleep(seconds)
     w.ctx.stop.set()
     t.join(30)
     assert not t.is_alive()
+    return time.monotonic() - t0
+
+
+def completions(h: HistoryWriter, tmp_path: Path) -> tuple[list, list]:
+    h.close()
+    ops = read_history(tmp_path / "history.jsonl").ops
+    return [o for o in ops if o.type == "invoke"], [o for o in ops if o.type != "invoke"]
+
+
+def test_sends_record_offsets_outcomes_and_the_clients_produce_order(tmp_path: Path) -> None:
+    w, h = worker(tmp_path, {"processes_per_client": 4, "target_rate": 3000})
+    run_briefly(w, 1.0)
+    invokes, done = completions(h, tmp_path)
+    assert len(done) >= 5 and {o.type for o in done} == {"ok"}
+    sends = [m for o in done for m in o.value]
+    assert all(m["outcome"] == "ok" and isinstance(m["offset"], int) for m in sends)
+    assert all(m["partition"] == m["value"] % 3 for m in sends)
+    assert w.acks.acked == len(sends)
+    # One client, and its produce() order numbers every send once, in invoke order.
+    assert {m["client"] for m in sends} == {0}
+    in_order = [m["seq"] for o in invokes for m in o.value]
+    assert in_order == list(range(len(in_order)))
+    by_value = {m["value"]: (m["client"], m["seq"]) for o in invokes for m in o.value}
+    assert all(by_value[m["value"]] == (m["client"], m["seq"]) for m in sends)
+
+
+def test_processes_share_a_client_with_ops_in_flight_together(tmp_path: Path) -> None:
+    # Each round trip takes 100 ms, so only pipelining gets more than 10 ops a second.
+    w, h = worker(
+        tmp_path,
+        {"processes_per_client": 8, "target_rate": None},
+        {"test.mock.broker.rtt": 100},
+    )
+    run_briefly(w, 1.5)
+    h.close()
+    ops = read_history(tmp_path / "history.jsonl").ops
+    open_now: set[int] = set()
+    most = 0
+    for o in ops:
+        if o.type == "invoke":
+            assert o.process not in open_now  # one op outstanding per process
+            open_now.add(o.process)
+            most = max(most, len(open_now))
+        else:
+            open_now.remove(o.process)
+    assert most == 8
+    assert len({o.process for o in ops}) == 8  # all ok: no process had to be replaced
+
+
+def test_keyed_sends_let_the_partitioner_choose(tmp_path: Path) -> None:
+    w, h = worker(tmp_path, {"keyed": True, "processes_per_client": 1, "target_rate": 100})
+    run_briefly(w, 0.5)
+    invokes, done = completions(h, tmp_path)
+    assert done
+    assert all(m["partition"] is None for o in invokes for m in o.value)
+    assert all(isinstance(m["partition"], int) for o in done for m in o.value)
+
+
+def test_a_timed_out_send_is_unknown_and_its_process_is_replaced(tmp_path: Path) -> None:
+    # The brokers answer after 3 s, but librdkafka gives up on a message after 1 s.
+    w, h = worker(
+        tmp_path,
+        {"delivery_timeout_ms": 1000, "request_timeout_ms": 500, "processes_per_client": 1},
+        {"test.mock.broker.rtt": 3000},
+    )
+    run_briefly(w, 2.0)
+    invokes, done = completions(h, tmp_path)
+    assert done and all(o.type == "info" for o in done)
+    assert all("_MSG_TIMED_OUT" in (o.error or "") for o in done)
+    assert all(m["outcome"] == "info" and m["offset"] is None for o in done for m in o.value)
+    if len(invokes) > 1:  # a second op came from a new process
+        assert invokes[1].process != invokes[0].process
+
+
+def test_the_target_rate_is_never_exceeded(tmp_path: Path) -> None:
+    w, h = worker(tmp_path, {"processes_per_client": 8, "target_rate": 300})
+    ran = run_briefly(w, 1.5)
+    invokes, _ = completions(h, tmp_path)
+    sent = sum(len(o.value) for o in invokes)
+    # A slow machine sends fewer; none sends more than the rate, a burst and a batch.
+    assert 0 < sent <= 300 * ran + 300 * 0.5 + 6
+
+
+def test_a_crash_leaves_sends_in_flight_unknown(tmp_path: Path) -> None:
+    # The mock brokers answer after 200 ms: the crash always comes first.
+    w, h = worker(
+        tmp_path, {"crash_fraction": 1.0, "processes_per_client": 4}, {"test.mock.broker.rtt": 200}
+    )
+    run_briefly(w, 1.0)
+    invokes, done = completions(h, tmp_path)
+    assert done and w.counts.crashes >= 1
+    crashed = [o for o in done if o.error == "client crashed"]
+    assert crashed and all(m["outcome"] == "info" for o in crashed for m in o.value)
+    # Each crash starts a new client: its sends carry a new client id (the last one
+    # may have been stopped before it sent anything).
+    clients = {m["client"] for o in invokes for m in o.value}
+    assert len(clients) in (w.counts.crashes, w.counts.crashes + 1) and len(clients) > 1
 
 
 def test_resend_after_a_crash_sends_the_unknown_values_again(tmp_path: Path) -> None:
     w, h = worker(
         tmp_path,
-        {"crash_fraction": 1.0, "resend_unacked": True},
+        {"crash_fraction": 1.0, "resend_unacked": True, "processes_per_client": 1},
         {"test.mock.broker.rtt": 200},
     )
     run_briefly(w, 2)
@@ -106,7 +152,9 @@ def test_resend_after_a_crash_sends_the_unknown_values_again(tmp_path: Path) -> 
 
 
 def test_without_resend_a_restart_sends_new_values(tmp_path: Path) -> None:
-    w, h = worker(tmp_path, {"crash_fraction": 1.0}, {"test.mock.broker.rtt": 200})
+    w, h = worker(
+        tmp_path, {"crash_fraction": 1.0, "processes_per_client": 1}, {"test.mock.broker.rtt": 200}
+    )
     run_briefly(w, 1.5)
     h.close()
     done = [o for o in read_history(tmp_path / "history.jsonl").ops if o.type != "invoke"]

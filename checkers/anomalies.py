@@ -73,6 +73,13 @@ _ALL = (
         " earlier one (adjacent pairs)",
     ),
     Anomaly(
+        "client-reorder",
+        "pairs",
+        "within one producer client (one librdkafka session, shared by several processes) "
+        "and (topic, partition), an acknowledged send the client produced later holds a lower"
+        " offset than the one it produced just before (adjacent pairs in produce() order)",
+    ),
+    Anomaly(
         "torn-txn",
         "txns",
         "a committed transaction of which the reads saw some values but not all",
@@ -149,8 +156,13 @@ def markdown_table() -> str:
 
 # An anomaly that, allowed, brings these along: the same event seen by another check.
 # A reorder within one send op (adjacent sends of one process) is also an
-# int-nonmonotonic-send; a config that accepts reorders must accept both.
-COMPANIONS: dict[str, tuple[str, ...]] = {"reorder": ("int-nonmonotonic-send",)}
+# int-nonmonotonic-send; a config that accepts reorders must accept both. A process's
+# sends all go through one client, in its produce() order, so where sends record
+# their client, a reorder of either kind is also a client-reorder.
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    "reorder": ("int-nonmonotonic-send", "client-reorder"),
+    "int-nonmonotonic-send": ("client-reorder",),
+}
 
 
 def with_companions(allowed: tuple[str, ...] | list[str]) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "inconsistent-offsets",
                 "reorder",
                 "int-nonmonotonic-send",
+                "client-reorder",
                 "duplicate",
             ]
         },
@@ -67,6 +68,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "inconsistent-offsets",
                 "reorder",
                 "int-nonmonotonic-send",
+                "client-reorder",
                 "vanished-read",
             ]
         },
@@ -83,6 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "inconsistent-offsets",
                 "reorder",
                 "int-nonmonotonic-send",
+                "client-reorder",
                 "duplicate",
                 "vanished-read",
             ]
@@ -98,7 +101,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "name": "inflight-reorder",
         "producer": {"acks": "all", "idempotence": False, "max_in_flight": 5},
         "nemesis": {"faults": ["degrade", "kill-leader"], **_RESET_CLIENT_LINKS},
-        "check": {"allowed": ["reorder", "int-nonmonotonic-send", "duplicate"]},
+        "check": {"allowed": ["reorder", "int-nonmonotonic-send", "client-reorder", "duplicate"]},
     },
     "idempotent-retries": {
         "name": "idempotent-retries",
@@ -144,6 +147,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "inconsistent-offsets",
                 "reorder",
                 "int-nonmonotonic-send",
+                "client-reorder",
                 "duplicate",
             ]
         },
@@ -265,13 +269,13 @@ CLAIMS: dict[str, Claim] = {
         "C7",
         "max.in.flight>1 with retries and no idempotence can reorder messages in a partition",
         "anomaly",
-        ("reorder", "int-nonmonotonic-send"),
+        ("reorder", "int-nonmonotonic-send", "client-reorder"),
     ),
     "idempotent-retries": Claim(
         "C8",
         "idempotence removes retry duplicates and keeps order within a producer session",
         "none",
-        ("duplicate", "reorder", "int-nonmonotonic-send"),
+        ("duplicate", "reorder", "int-nonmonotonic-send", "client-reorder"),
     ),
     "producer-restart-resend": Claim(
         "C9",

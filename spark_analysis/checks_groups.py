@@ -14,7 +14,7 @@ def group_missed(fr: Plan) -> DataFrame:
     return (
         acked_sends(fr)
         .filter(F.col("offset").isNotNull())
-        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
+        .join(fr.small(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
         .filter(F.col("offset") < F.col("committed"))
         .join(fr.processed.select("value").distinct(), "value", "left_anti")
         .select("value", *TP, "offset", "committed")
@@ -40,7 +40,7 @@ def _copier_input(fr: Plan) -> DataFrame:
     return (
         acked_sends(fr)
         .filter((F.col("value") >= 0) & F.col("offset").isNotNull())
-        .join(F.broadcast(fr.group_offsets.filter(F.col("role") == "copier")), TP)
+        .join(fr.small(fr.group_offsets.filter(F.col("role") == "copier")), TP)
         .filter(F.col("offset") < F.col("committed"))
         .select("value", *TP, "offset", "committed")
     )

@@ -35,7 +35,7 @@ def _rebalance_events(fr: Plan) -> DataFrame:
     # The anchor of an event is the last op of its process before it that is not an
     # event itself; only processes that have events need the window.
     with_events = fr.rebalances.select("process").distinct()
-    ops = fr.ops.join(F.broadcast(with_events), "process")
+    ops = fr.ops.join(fr.small(with_events), "process")
     by_time = (
         Window.partitionBy("process").orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -73,9 +73,9 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
         .select("process", F.col("at").alias("index"), "partition")
         .distinct()
     )
-    kept = reads.join(
-        F.broadcast(exempt), ["process", "index", "partition"], "left_anti"
-    ).withColumn("event", F.lit(0))
+    kept = reads.join(fr.small(exempt), ["process", "index", "partition"], "left_anti").withColumn(
+        "event", F.lit(0)
+    )
     # An event sorts before every record of its `at` op (rpos -1).
     starts = events.select(
         "process",

@@ -27,7 +27,7 @@ def lost_write(fr: Plan) -> DataFrame:
         never = never_read_sends(fr)
         passed = (
             never.filter(F.col("offset").isNotNull())
-            .join(F.broadcast(max_read_offsets(fr)), TP)
+            .join(fr.small(max_read_offsets(fr)), TP)
             .filter(F.col("max_read_offset") >= F.col("offset"))
             .withColumn("reason", F.lit("read past"))
             .select(*cols)
@@ -36,16 +36,16 @@ def lost_write(fr: Plan) -> DataFrame:
         # or beyond that end is gone, not late (what Jepsen has to call unseen).
         truncated = (
             never.filter(F.col("offset").isNotNull())
-            .join(F.broadcast(fr.drain_ends), TP)
+            .join(fr.small(fr.drain_ends), TP)
             .filter(F.col("offset") >= F.col("end_offset"))
-            .join(F.broadcast(max_read_offsets(fr)), TP, "left")
+            .join(fr.small(max_read_offsets(fr)), TP, "left")
             .withColumn("reason", F.lit("truncated"))
             .select(*cols)
         )
         read_to_end = (
             never.filter(F.col("offset").isNull() & F.col("partition").isNotNull())
-            .join(F.broadcast(fr.drain_ends), TP, "left_semi")
-            .join(F.broadcast(max_read_offsets(fr)), TP, "left")
+            .join(fr.small(fr.drain_ends), TP, "left_semi")
+            .join(fr.small(max_read_offsets(fr)), TP, "left")
             .withColumn("reason", F.lit("read to end"))
             .select(*cols)
         )
@@ -112,13 +112,17 @@ def aborted_read(fr: Plan) -> DataFrame:
     return fr.reads.join(failed, "value").select("value", *TP, "offset").distinct()
 
 
-def _acked_offsets_backwards(fr: Plan, w: WindowSpec, keys: list[str]) -> DataFrame:
+def _acked_offsets_backwards(
+    fr: Plan, w: WindowSpec, keys: list[str], of_clients: bool = False
+) -> DataFrame:
     """Acknowledged sends whose offset is below the previous one's in window `w`
-    (adjacent pairs), with the previous send."""
+    (adjacent pairs), with the previous send; `of_clients`: only sends that record
+    their client."""
+    acked = acked_sends(fr).filter(F.col("offset").isNotNull())
+    if of_clients:
+        acked = acked.filter(F.col("client").isNotNull())
     return (
-        acked_sends(fr)
-        .filter(F.col("offset").isNotNull())
-        .withColumn("prev_value", F.lag("value").over(w))
+        acked.withColumn("prev_value", F.lag("value").over(w))
         .withColumn("prev_offset", F.lag("offset").over(w))
         .filter(F.col("prev_offset") > F.col("offset"))
         .select(*keys, *TP, "prev_value", "prev_offset", "value", "offset")
@@ -137,6 +141,15 @@ def int_nonmonotonic_send(fr: Plan) -> DataFrame:
     return _acked_offsets_backwards(
         fr, Window.partitionBy("index", *TP).orderBy("pos"), ["index", "process"]
     )
+
+
+@check("client-reorder")
+def client_reorder(fr: Plan) -> DataFrame:
+    """Claim C7: what one client was asked to send in order, in its produce() order
+    (`seq`), whichever of its processes asked. Sends that do not record their client
+    (other tools' histories, transactions) are not judged here."""
+    w = Window.partitionBy("client", *TP).orderBy("seq")
+    return _acked_offsets_backwards(fr, w, ["client"], of_clients=True)
 
 
 @check("torn-txn")
@@ -189,7 +202,7 @@ def vanished_read(fr: Plan) -> DataFrame:
     )
     return (
         fr.reads.filter(~is_drain & F.col("value").isNotNull() & F.col("offset").isNotNull())
-        .join(F.broadcast(reach), TP)
+        .join(fr.small(reach), TP)
         .filter(F.col("offset") <= F.col("drain_max_offset"))
         .join(drain.select("value").distinct(), "value", "left_anti")
         .join(uncommitted, "value", "left_anti")

@@ -123,7 +123,8 @@ class Frames:
     damaged: int  # lines that are not ops (see mark_damaged), the cut-off last line too
     open_invokes: int  # invokes with no completion (the history was cut off)
     attempted: DataFrame  # value: every value any send invoked
-    sends: DataFrame  # value, process, index, pos, f, topic, partition, offset, outcome
+    # value, process, index, pos, f, topic, partition, offset, outcome, client, seq
+    sends: DataFrame
     reads: DataFrame  # value, topic, partition, offset, index, process, rpos, role, f (ok ops)
     processed: DataFrame  # value, topic, partition, offset, index, process
     group_offsets: DataFrame  # role, topic, partition, committed (each group's final offsets)
@@ -136,6 +137,13 @@ class Frames:
     drain_ran: bool  # some poll of the final drain completed
     # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
+    # The whole history is one partition (see `load`): joins need no broadcast.
+    one_task: bool = False
+
+    def small(self, df: DataFrame) -> DataFrame:
+        """A join's small side: broadcast, unless the plan runs in one task anyway
+        (a broadcast is a job of its own, and there is nothing to spread)."""
+        return df if self.one_task else F.broadcast(df)
 
 
 DAMAGED_EXAMPLES = 8
@@ -155,6 +163,8 @@ def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
             F.col("m.partition").alias("partition"),
             F.col("m.offset").alias("offset"),
             outcome.alias("outcome"),
+            F.col("m.client").alias("client"),
+            F.col("m.seq").alias("seq"),
         )
     )
 
@@ -252,9 +262,17 @@ def line_is_damaged(spark: SparkSession, line: str) -> bool:
     return bool(rows.filter("damaged").limit(1).count())
 
 
-def load(spark: SparkSession, path: str, raw: DataFrame | None = None) -> Frames:
+def load(
+    spark: SparkSession, path: str, raw: DataFrame | None = None, one_task: bool = False
+) -> Frames:
     """The frames of the history at `path`, or of its parsed rows `raw`: PARSED_SCHEMA
-    rows (the columnar cache of it, see columnar.py) or HISTORY_SCHEMA rows."""
+    rows (the columnar cache of it, see columnar.py) or HISTORY_SCHEMA rows.
+
+    `one_task` puts the parsed rows in one partition. Every window, aggregate and
+    join of the checks then finds its input already clustered, so Spark plans no
+    exchange: a small history is judged in a handful of stages instead of ~80, each
+    with its own scheduling, shuffle files and (with AQE) re-planning, which were
+    most of a small analysis's cost. Only for histories one core reads quickly."""
     rows = read_json(spark, path) if raw is None else raw
     if "damaged" not in rows.columns:
         rows = mark_damaged(rows)
@@ -270,7 +288,10 @@ def load(spark: SparkSession, path: str, raw: DataFrame | None = None) -> Frames
         "damaged",
         "bad_line",
         F.when(is_client & ~F.col("damaged"), F.col("value")).alias("micro"),
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    if one_task:
+        parsed = parsed.coalesce(1)
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     damaged = parsed.filter(F.col("damaged")).count()
     examples: tuple[tuple[int | None, str], ...] = ()
     if damaged:
@@ -314,10 +335,14 @@ def load(spark: SparkSession, path: str, raw: DataFrame | None = None) -> Frames
         ),
     )
     # An invoke with no completion (the history was cut off) is indeterminate.
-    unmatched = _send_rows(invokes.join(F.broadcast(open_idx), "index"), F.lit("info")).withColumn(
+    open_side = open_idx if one_task else F.broadcast(open_idx)
+    unmatched = _send_rows(invokes.join(open_side, "index"), F.lit("info")).withColumn(
         "offset", F.lit(None).cast(LongType())
     )
-    sends = completed_sends.unionByName(unmatched).cache()
+    sends = completed_sends.unionByName(unmatched)
+    if one_task:
+        sends = sends.coalesce(1)  # a union is no longer one partition
+    sends = sends.cache()
 
     # Every record a poll micro-op returned, with the op's type and the poll's role
     # ("drain" for the final drain); only ok ops' records count as reads.
@@ -393,4 +418,5 @@ def load(spark: SparkSession, path: str, raw: DataFrame | None = None) -> Frames
         drain_ends,
         drain_ran,
         examples,
+        one_task,
     )

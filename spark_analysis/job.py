@@ -6,11 +6,13 @@ Runs in-process with an embedded Spark (local[*]) or against a spark:// master;
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,37 @@ from pydantic import ValidationError
 from pyspark.sql import SparkSession
 
 _CHUNK = 65536
+
+# A history up to this size is judged in one task (history_frames.load's one_task):
+# on local[*] the planning and scheduling of ~80 shuffle stages cost more than one
+# core reading it all. Measured on a 2-core machine: see the README's analysis section.
+ONE_TASK_MAX_BYTES = 64 << 20
+# Spark SQL settings for a one-task analysis, restored after it: with every input in
+# one partition, adaptive re-planning and automatic broadcasts only add jobs.
+_ONE_TASK_SQL = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+}
+
+
+def one_task_max_bytes() -> int:
+    return int(os.environ.get("KAFKA_TRIAL_ONE_TASK_BYTES", ONE_TASK_MAX_BYTES))
+
+
+@contextlib.contextmanager
+def _sql_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Session SQL settings for one analysis: several analyses share a session."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def last_line(src: ByteRanges) -> tuple[bytes, bool] | None:
@@ -144,77 +177,84 @@ def _analyze(
     # (kafka-trial finish appends its drain) would be judged from the stale cache.
     spark.catalog.clearCache()
     t_session = time.monotonic() - t0
-    status("analysis: reading the history")
-    use = None if src.local is None else parsed_rows(spark, src.local)
-    fr = load(spark, src.uri, use.rows if use else None)
-    cut = ""
-    if tail == "cut":
-        found = last_line(ranges)
-        cut = found[0].decode("utf-8", "replace") if found else ""
-        # Python's JSON and Spark's differ at the edges (single quotes, text after the
-        # object): the tolerance is exact only if the analysis counted this very line.
-        if not line_is_damaged(spark, cut):
-            tail, cut = "ok", ""
-    problems: list[str] = []
-    tolerated = 1 if tail == "cut" else 0
-    if fr.damaged > tolerated:
-        inside = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
-        shown = "; ".join(
-            f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
-            for i, ln in inside[:3]
-        )
-        problems.append(
-            f"{fr.damaged - tolerated} damaged line(s) inside the history; "
-            f"results cover only the lines that parse (e.g. {shown})"
-        )
-    status("analysis: running the checks")
-    anomalies = run_checks(fr)
-    st = stats(fr)
-    if anomalies["unseen"].get("count") and not fr.drain_ran:
-        # Never read, and no final read phase: late and lost look the same.
-        anomalies["unseen"]["undecided"] = "the final drain never ran"
-        problems.append(
-            "the final drain never ran (the run was cut off before it): values nobody read "
-            "are unseen, which proves nothing; rerun, or judge a run that finished"
-        )
-    if st["client_ops"] == 0:
-        # Nothing was sent or read: no anomaly is no evidence either.
-        problems.append("no client operations in the history: nothing was tested")
-    verdict = decide(anomalies, check.allowed, problems)
-    results: dict[str, Any] = {
-        "valid": verdict.pop("valid"),
-        "anomalies": {
-            name: {**anomalies[name], "definition": ANOMALIES[name].definition}
-            for name in ANOMALY_TYPES
-        },
-        **verdict,
-        "allowed": list(check.allowed),
-        "stats": st,
-        "history": {
-            "path": str(src.local) if src.local is not None else src.uri,
-            "last_line": tail,
-            "damaged_lines": fr.damaged,
-            "damaged_examples": [{"index": i, "line": line} for i, line in fr.damaged_examples],
-            "open_invokes": fr.open_invokes,
-        },
-        "analysis": {
-            "spark_master": master,
-            "session_s": round(t_session, 3),
-            "cache": use.status if use else "remote",
-            "cache_found": use.found if use else "none",
-            "total_s": round(time.monotonic() - t0, 3),
-            "results_file": str(src.out_dir / "results.json"),
-        },
-    }
-    src.out_dir.mkdir(parents=True, exist_ok=True)
-    if report:
-        status("analysis: aggregating the report's data")
-        data = report_data(spark, fr, src.uri, results["anomalies"])
-        data["history_uri"] = src.uri
-        _write_json(src.out_dir / "report-data.json", data)
-        results["analysis"]["total_s"] = round(time.monotonic() - t0, 3)
-    _write_json(src.out_dir / "results.json", results)
-    return results
+    one_task = (
+        spark.sparkContext.master.startswith("local")
+        and src.local is not None
+        and src.local.stat().st_size <= one_task_max_bytes()
+    )
+    with _sql_settings(spark, _ONE_TASK_SQL if one_task else {}):
+        status("analysis: reading the history")
+        use = None if src.local is None else parsed_rows(spark, src.local)
+        fr = load(spark, src.uri, use.rows if use else None, one_task=one_task)
+        cut = ""
+        if tail == "cut":
+            found = last_line(ranges)
+            cut = found[0].decode("utf-8", "replace") if found else ""
+            # Python's JSON and Spark's differ at the edges (single quotes, text after the
+            # object): the tolerance is exact only if the analysis counted this very line.
+            if not line_is_damaged(spark, cut):
+                tail, cut = "ok", ""
+        problems: list[str] = []
+        tolerated = 1 if tail == "cut" else 0
+        if fr.damaged > tolerated:
+            inside = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
+            shown = "; ".join(
+                f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
+                for i, ln in inside[:3]
+            )
+            problems.append(
+                f"{fr.damaged - tolerated} damaged line(s) inside the history; "
+                f"results cover only the lines that parse (e.g. {shown})"
+            )
+        status("analysis: running the checks")
+        anomalies = run_checks(fr)
+        st = stats(fr)
+        if anomalies["unseen"].get("count") and not fr.drain_ran:
+            # Never read, and no final read phase: late and lost look the same.
+            anomalies["unseen"]["undecided"] = "the final drain never ran"
+            problems.append(
+                "the final drain never ran (the run was cut off before it): values nobody read "
+                "are unseen, which proves nothing; rerun, or judge a run that finished"
+            )
+        if st["client_ops"] == 0:
+            # Nothing was sent or read: no anomaly is no evidence either.
+            problems.append("no client operations in the history: nothing was tested")
+        verdict = decide(anomalies, check.allowed, problems)
+        results: dict[str, Any] = {
+            "valid": verdict.pop("valid"),
+            "anomalies": {
+                name: {**anomalies[name], "definition": ANOMALIES[name].definition}
+                for name in ANOMALY_TYPES
+            },
+            **verdict,
+            "allowed": list(check.allowed),
+            "stats": st,
+            "history": {
+                "path": str(src.local) if src.local is not None else src.uri,
+                "last_line": tail,
+                "damaged_lines": fr.damaged,
+                "damaged_examples": [{"index": i, "line": line} for i, line in fr.damaged_examples],
+                "open_invokes": fr.open_invokes,
+            },
+            "analysis": {
+                "spark_master": master,
+                "session_s": round(t_session, 3),
+                "cache": use.status if use else "remote",
+                "cache_found": use.found if use else "none",
+                "one_task": one_task,
+                "total_s": round(time.monotonic() - t0, 3),
+                "results_file": str(src.out_dir / "results.json"),
+            },
+        }
+        src.out_dir.mkdir(parents=True, exist_ok=True)
+        if report:
+            status("analysis: aggregating the report's data")
+            data = report_data(spark, fr, src.uri, results["anomalies"])
+            data["history_uri"] = src.uri
+            _write_json(src.out_dir / "report-data.json", data)
+            results["analysis"]["total_s"] = round(time.monotonic() - t0, 3)
+        _write_json(src.out_dir / "results.json", results)
+        return results
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,35 @@ class Builder:
         spec = RunSpec.model_validate({"check": {"allowed": list(allowed)}})
         (run_dir / "spec.json").write_text(spec.to_json())
         self.h = HistoryWriter(run_dir / "history.jsonl")
+        self._seqs: dict[int, itertools.count[int]] = {}
 
     def sends(
-        self, process: int, acks: list[tuple[int, int, int | None, str]], op_type: str | None = None
+        self,
+        process: int,
+        acks: list[tuple[int, int, int | None, str]],
+        op_type: str | None = None,
+        client: int | None = None,
     ) -> Builder:
-        """acks: (value, partition, offset, outcome) in invocation order."""
-        self.h.invoke(process, "send", [send(v, p) for v, p, _, _ in acks])
+        """acks: (value, partition, offset, outcome) in invocation order. With `client`,
+        each send records that producer client and its next produce() sequence number,
+        as the producer workload writes them."""
+        ids: list[dict[str, Any]] = [{} for _ in acks]
+        if client is not None:
+            seq = self._seqs.setdefault(client, itertools.count())
+            ids = [{"client": client, "seq": next(seq)} for _ in acks]
+        self.h.invoke(
+            process,
+            "send",
+            [{**send(v, p), **i} for (v, p, _, _), i in zip(acks, ids, strict=True)],
+        )
         outcomes = {o for _, _, _, o in acks}
         t = op_type or (outcomes.pop() if len(outcomes) == 1 else "info")
-        self.h.complete(t, process, "send", [send(v, p, off, o) for v, p, off, o in acks])
+        self.h.complete(
+            t,
+            process,
+            "send",
+            [{**send(v, p, off, o), **i} for (v, p, off, o), i in zip(acks, ids, strict=True)],
+        )
         return self
 
     def txn(

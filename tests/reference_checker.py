@@ -11,7 +11,7 @@ naming both members of the pair for the pair checks. Processes are strings, as t
 Spark frames read them.
 
 Covered: lost-write, unseen, duplicate, inconsistent-offsets, unexpected,
-aborted-read, reorder, int-nonmonotonic-send, nonmonotonic-poll,
+aborted-read, reorder, int-nonmonotonic-send, client-reorder, nonmonotonic-poll,
 int-nonmonotonic-poll. Rebalances are not modelled (assign-mode consumers only) and
 transactions are not either: a history with txn or rebalance ops is out of scope.
 """
@@ -34,6 +34,7 @@ CHECKED = (
     "aborted-read",
     "reorder",
     "int-nonmonotonic-send",
+    "client-reorder",
     "nonmonotonic-poll",
     "int-nonmonotonic-poll",
 )
@@ -49,6 +50,8 @@ class SendRow:
     partition: int | None
     offset: int | None
     outcome: str
+    client: int | None = None
+    seq: int | None = None
 
 
 @dataclass
@@ -101,6 +104,8 @@ def parse(ops: list[dict[str, Any]]) -> History:
                         m.get("partition"),
                         m.get("offset"),
                         outcome,
+                        m.get("client"),
+                        m.get("seq"),
                     )
                 )
             if m.get("op") == "poll" and op["type"] == "ok" and op["f"] in ("poll", "txn"):
@@ -134,6 +139,8 @@ def parse(ops: list[dict[str, Any]]) -> History:
                         m.get("partition"),
                         None,
                         "info",
+                        m.get("client"),
+                        m.get("seq"),
                     )
                 )
     return h
@@ -244,6 +251,22 @@ def int_nonmonotonic_send(h: History) -> set[Key]:
     }
 
 
+def client_reorder(h: History) -> set[Key]:
+    """Adjacent in each client's produce() order (seq), per partition."""
+    groups: dict[Any, list[SendRow]] = defaultdict(list)
+    for s in _acked_with_offset(h):
+        if s.client is not None:
+            groups[(s.client, s.topic, s.partition)].append(s)
+    out: set[Key] = set()
+    for rows in groups.values():
+        rows.sort(key=lambda s: s.seq if s.seq is not None else -1)
+        for a, b in itertools.pairwise(rows):
+            assert a.offset is not None and b.offset is not None
+            if b.offset < a.offset:
+                out.add((b.client, b.topic, b.partition, a.value, a.offset, b.value, b.offset))
+    return out
+
+
 def _consecutive_reads(h: History) -> list[tuple[ReadRow, ReadRow]]:
     """(previous, next) reads of the same process and partition, in history order.
     Only poll ops: no rebalances or transactions are modelled, so one assignment."""
@@ -286,6 +309,7 @@ def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
         "aborted-read": aborted_read(h),
         "reorder": reorder(h),
         "int-nonmonotonic-send": int_nonmonotonic_send(h),
+        "client-reorder": client_reorder(h),
         "nonmonotonic-poll": nonmonotonic_poll(h),
         "int-nonmonotonic-poll": int_nonmonotonic_poll(h),
     }

@@ -39,8 +39,10 @@ EXPECT: dict[str, Expect] = {
     "min-isr-1": Expect(),  # C3
     "unclean": Expect(seen=("lost-write",)),  # C5; and test_unclean_election_follows_...
     "no-idempotence-retries": Expect(seen=("duplicate",)),  # C6
-    "inflight-reorder": Expect(),  # C7
-    "idempotent-retries": Expect(absent=("duplicate", "reorder"), valid=True),  # C8
+    "inflight-reorder": Expect(seen=("client-reorder",)),  # C7: see docs/findings.md
+    "idempotent-retries": Expect(
+        absent=("duplicate", "reorder", "client-reorder"), valid=True
+    ),  # C8
     "producer-restart-resend": Expect(seen=("duplicate",)),  # C9
     "txn": Expect(absent=("aborted-read", "torn-txn"), valid=True),  # C10
     "eos-copier": Expect(

@@ -159,7 +159,37 @@ def test_order_across_processes_is_not_reorder(spark, tmp_path: Path) -> None:
     b.sends(0, [(1, 0, 1, "ok")])
     b.sends(1, [(2, 0, 0, "ok")])
     b.poll(2, [(2, 0, 0), (1, 0, 1)])
-    assert counts(analyze(b.done()))["reorder"] == 0
+    c = counts(analyze(b.done()))
+    # Without client ids nothing says the two sends went through one client.
+    assert c["reorder"] == 0 and c["client-reorder"] == 0
+
+
+def test_client_reorder_across_the_processes_of_one_client(spark, tmp_path: Path) -> None:
+    """Claim C7 with pipelined clients: two processes share client 7, whose second
+    produce() (value 2) landed below its first (value 1)."""
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 1, "ok")], client=7)
+    b.sends(1, [(2, 0, 0, "ok")], client=7)
+    b.sends(2, [(3, 1, 0, "ok")], client=8)
+    b.drain(9, [(2, 0, 0), (1, 0, 1), (3, 1, 0)], at_end={0: 2, 1: 1})
+    res = analyze(b.done())
+    c = counts(res)
+    assert c["client-reorder"] == 1 and c["reorder"] == 0
+    ex = res["anomalies"]["client-reorder"]["examples"][0]
+    assert (ex["client"], ex["prev_value"], ex["value"]) == (7, 1, 2)
+    assert res["valid"] is False
+
+
+def test_client_order_kept_is_no_client_reorder(spark, tmp_path: Path) -> None:
+    """The clean twin: the same clients and sends, each landing after the one before."""
+    b = Builder(tmp_path)
+    b.sends(0, [(1, 0, 0, "ok")], client=7)
+    b.sends(1, [(2, 0, 1, "ok")], client=7)
+    b.sends(2, [(3, 1, 0, "ok")], client=8)
+    b.drain(9, [(1, 0, 0), (2, 0, 1), (3, 1, 0)], at_end={0: 2, 1: 1})
+    res = analyze(b.done())
+    assert counts(res)["client-reorder"] == 0
+    assert res["valid"] is True, counts(res)
 
 
 def test_truncated_history_is_analysed(spark, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ KAFKA_TRIAL_DIFF_EXAMPLES=N runs N batches instead of the CI's few.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -157,26 +158,44 @@ def micro(topic: str, value: int, p: int, resend: bool) -> dict[str, Any]:
     return {**m, "resend": True} if resend else m
 
 
+def invoked(
+    i: int, proc: int, sends: list[Any], seqs: dict[int, itertools.count[int]]
+) -> list[dict[str, Any]]:
+    """The send micro-ops of history i's process `proc` as invoked."""
+    topic, vbase = f"t{i}", i * VALUE_SPAN
+    out = [micro(topic, vbase + v, p, r) for v, p, _, _, r in sends]
+    if i % 4 == 3:
+        return out
+    client = i * 10 + (proc - i * PROCESS_SPAN) % 2
+    return [{**m, "client": client, "seq": next(seqs[client])} for m in out]
+
+
 def write(batch: list[list[Op]], path: Path) -> None:
-    """All histories of the batch, one after the other, into one history file."""
+    """All histories of the batch, one after the other, into one history file.
+
+    Writers 0 and 2 share a producer client, writer 1 has its own; each client
+    numbers its sends in invoke order (`seq`). Every fourth history records no
+    clients, as another tool's might."""
     h = HistoryWriter(path)
     for i, ops in enumerate(batch):
         topic, vbase, pbase = f"t{i}", i * VALUE_SPAN, i * PROCESS_SPAN
+        seqs: dict[int, itertools.count[int]] = defaultdict(itertools.count)
         for op in ops:
             proc = pbase + op[1]
             if op[0] == "open":
-                h.invoke(proc, "send", [micro(topic, vbase + v, p, r) for v, p, _, _, r in op[2]])
+                h.invoke(proc, "send", invoked(i, proc, op[2], seqs))
             elif op[0] == "send":
                 sends = op[2]
-                h.invoke(proc, "send", [micro(topic, vbase + v, p, r) for v, p, _, _, r in sends])
+                asked = invoked(i, proc, sends, seqs)
+                h.invoke(proc, "send", asked)
                 outcomes = {o for _, _, _, o, _ in sends}
                 h.complete(
                     outcomes.pop() if len(outcomes) == 1 else "info",
                     proc,
                     "send",
                     [
-                        {**micro(topic, vbase + v, p, r), "offset": off, "outcome": o}
-                        for v, p, off, o, r in sends
+                        {**m, "offset": off, "outcome": o}
+                        for m, (_, _, off, o, _) in zip(asked, sends, strict=True)
                     ],
                 )
             else:
@@ -220,6 +239,16 @@ def spark_keys(name: str, row: dict[str, Any]) -> tuple[int, Any]:
     if name == "reorder":
         return i, (
             row["process"],
+            t,
+            p,
+            row["prev_value"],
+            row["prev_offset"],
+            row["value"],
+            row["offset"],
+        )
+    if name == "client-reorder":
+        return i, (
+            row["client"],
             t,
             p,
             row["prev_value"],
@@ -366,10 +395,13 @@ def test_reference_flags_planted_anomalies(tmp_path: Path) -> None:
         # 1 lands below 0: reorder within the op; 2 failed but is read; 3 is truncated.
         ("send", 0, [(0, 0, 1, "ok", False), (1, 0, 0, "ok", False)]),
         ("send", 0, [(2, 0, None, "fail", False), (3, 0, 4, "ok", False)]),
+        # Writers 2 and 0 share a client: 4 was produced first, 5 landed below it.
+        ("send", 2, [(4, 1, 1, "ok", False)]),
+        ("send", 0, [(5, 1, 0, "ok", False)]),
         ("poll", 10, [(1, 0, 0), (0, 0, 1)], None, {}),
         # Offset 1 again (now holding 2: 0 was read there too), then 0 at offset 2.
         ("poll", 10, [(2, 0, 1), (0, 0, 2), (FOREIGN, 0, 3)], None, {}),
-        ("poll", 90, [(1, 0, 0), (0, 0, 1)], "drain", {0: 2}),
+        ("poll", 90, [(1, 0, 0), (0, 0, 1), (5, 1, 0), (4, 1, 1)], "drain", {0: 2, 1: 2}),
     ]
     got = _reference_of(planted, tmp_path / "planted")
     assert got["lost-write"] == {3}
@@ -380,5 +412,7 @@ def test_reference_flags_planted_anomalies(tmp_path: Path) -> None:
     assert got["aborted-read"] == {2}
     assert {k[3:] for k in got["reorder"]} == {(0, 1, 1, 0)}
     assert len(got["int-nonmonotonic-send"]) == 1
+    # The reorder within writer 0's op, and the pair of ops of two processes.
+    assert {k[3:] for k in got["client-reorder"]} == {(0, 1, 1, 0), (4, 1, 5, 0)}
     assert {(k[4], k[7]) for k in got["nonmonotonic-poll"]} == {(1, 1)}
     assert got["int-nonmonotonic-poll"] == set()

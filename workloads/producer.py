@@ -96,6 +96,10 @@ class ProducerWorker:
         idle = [self.ctx.pids.next() for _ in range(spec.processes())]
         inflight: list[_SendOp] = []
         crash_at: float | None = None
+        # A crash ends every op of the client: about `processes` ops at once. Per op
+        # started, the chance is divided by that, so that crash_fraction stays the
+        # fraction of ops a crash ends, as it was with one process per client.
+        crash_chance = spec.crash_fraction / spec.processes()
         next_sweep = 0.0  # when ops past their deadline are looked for next
         try:
             while True:
@@ -109,7 +113,7 @@ class ProducerWorker:
                             self._resend.popleft()
                         op = self._start(client, idle.pop(), micro)
                         inflight.append(op)
-                        if rng.random() < spec.crash_fraction:
+                        if rng.random() < crash_chance:
                             # The crash comes somewhere inside the round trip.
                             crash_at = time.monotonic() + rng.uniform(0, 0.03)
                             break

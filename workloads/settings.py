@@ -49,7 +49,11 @@ class ProducerSpec(Frozen):
     )
     batch: int = Field(10, ge=1, le=10000, description="values sent per send op")
     crash_fraction: float = Field(
-        0.0, ge=0, le=1, description="ops during which the client crashes, sends in flight"
+        0.0,
+        ge=0,
+        le=1,
+        description="ops during which the client crashes, sends in flight (a crash ends "
+        "every op of the client: the chance per op started is this over processes_per_client)",
     )
     resend_unacked: bool = Field(
         False,

@@ -19,7 +19,7 @@ from tests.integration.conftest import bind, probe_client
 def test_client_lanes(engine: docker.DockerClient, images: Images, tmp_path: Path) -> None:
     spec = build_spec({"cluster": {"client_lanes": 2}})
     c = Cluster(engine, spec.cluster, images)
-    rec = NemesisRecorder(HistoryWriter(tmp_path / "history.jsonl"))
+    rec = NemesisRecorder(HistoryWriter(tmp_path / "history.jsonl", flush_s=0))  # read open
     try:
         c.start()
         c.await_registered(spec.cluster.startup_timeout_s)

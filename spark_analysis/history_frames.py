@@ -141,12 +141,16 @@ class Frames:
     one_task: bool = False
 
     def small(self, df: DataFrame) -> DataFrame:
-        """A join's small side: broadcast, unless the plan runs in one task anyway
-        (a broadcast is a job of its own, and there is nothing to spread)."""
-        return df if self.one_task else F.broadcast(df)
+        return _small(df, self.one_task)
 
 
 DAMAGED_EXAMPLES = 8
+
+
+def _small(df: DataFrame, one_task: bool) -> DataFrame:
+    """A join's small side: broadcast, unless the plan runs in one task anyway
+    (a broadcast is a job of its own, and there is nothing to spread)."""
+    return df if one_task else F.broadcast(df)
 
 
 def _send_rows(df: DataFrame, outcome: Column) -> DataFrame:
@@ -335,10 +339,9 @@ def load(
         ),
     )
     # An invoke with no completion (the history was cut off) is indeterminate.
-    open_side = open_idx if one_task else F.broadcast(open_idx)
-    unmatched = _send_rows(invokes.join(open_side, "index"), F.lit("info")).withColumn(
-        "offset", F.lit(None).cast(LongType())
-    )
+    unmatched = _send_rows(
+        invokes.join(_small(open_idx, one_task), "index"), F.lit("info")
+    ).withColumn("offset", F.lit(None).cast(LongType()))
     sends = completed_sends.unionByName(unmatched)
     if one_task:
         sends = sends.coalesce(1)  # a union is no longer one partition

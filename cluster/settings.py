@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafka_trial.contracts.settings import Frozen
-from pydantic import Field
+from pydantic import Field, field_validator
 
 # Shorter timeouts than Kafka's defaults so that faults show their effect within
 # seconds instead of minutes; every one can be overridden per run.
@@ -34,7 +34,11 @@ class ClusterSpec(Frozen):
     )
     toxiproxy_version: str = "2.12.0"
     broker_heap: str = "512m"
-    broker_config: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BROKER_CONFIG))
+    broker_config: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_BROKER_CONFIG),
+        description="broker settings on top of the harness defaults (DEFAULT_BROKER_CONFIG); "
+        "a key given here replaces only that default",
+    )
     startup_timeout_s: float = Field(180.0, gt=0)
     client_lanes: int = Field(
         1,
@@ -50,6 +54,15 @@ class ClusterSpec(Frozen):
         description="fixed host ports: clients at BASE+j-1, Toxiproxy APIs at BASE+100+j-1; "
         "unset = free ports chosen by Docker",
     )
+
+    # Setting one broker key must not drop the others: without the short timeouts and
+    # replication factors above, faults and transactions behave differently.
+    @field_validator("broker_config", mode="before")
+    @classmethod
+    def _over_defaults(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {**DEFAULT_BROKER_CONFIG, **{str(k): str(v) for k, v in value.items()}}
+        return value
 
 
 class TopicSpec(Frozen):

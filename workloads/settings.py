@@ -11,6 +11,12 @@ from pydantic import Field, field_validator, model_validator
 # values each; a produce round trip is a few ms on loopback, more under a fault).
 DEFAULT_PROCESSES = 32
 
+# Set by the workload for each client: a user's value would break the history's
+# account of which client sent what.
+_HARNESS_OWNED = frozenset(
+    {"bootstrap.servers", "transactional.id", "transaction.timeout.ms", "logger", "log_level"}
+)
+
 
 class ProducerSpec(Frozen):
     acks: Literal["0", "1", "all"] = "all"
@@ -63,6 +69,11 @@ class ProducerSpec(Frozen):
     txn_poll: bool = Field(
         False, description="each transaction reads its own partitions before it ends"
     )
+    librdkafka: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="further librdkafka producer settings, e.g. {socket.max.fails: 0}; "
+        "a key that a setting above owns is refused",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -107,9 +118,18 @@ class ProducerSpec(Frozen):
             raise ValueError(
                 "idempotence allows at most 5 in-flight requests; lower producer.max_in_flight"
             )
+        owned = sorted(set(self.librdkafka) & (set(self._owned_config()) | _HARNESS_OWNED))
+        if owned:
+            raise ValueError(
+                f"producer.librdkafka sets {', '.join(owned)}, which kafka-trial sets "
+                "itself; use the producer setting of that name instead"
+            )
         return self
 
     def client_config(self) -> dict[str, Any]:
+        return {**self.librdkafka, **self._owned_config()}
+
+    def _owned_config(self) -> dict[str, Any]:
         return {
             "acks": self.acks,
             "enable.idempotence": self.idempotence,

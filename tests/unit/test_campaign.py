@@ -1,5 +1,6 @@
 """The campaign's matrix, bookkeeping, interruption and resume, with a stand-in for
-the run itself (the real thing is tests/integration/test_campaign_command.py)."""
+the run itself (the real thing: test_the_claims_campaign_is_a_campaign in
+tests/integration/test_claims.py)."""
 
 from __future__ import annotations
 

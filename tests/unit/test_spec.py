@@ -35,6 +35,11 @@ def test_spec_is_frozen() -> None:
         ({"consumer": {"leave_fraction": 0.1}}, "need a group"),
         ({"consumer": {"mode": "subscribe", "max_poll_interval_ms": 2000}}, "max_poll_interval"),
         ({"producer": {"crash_fraction": 2}}, "producer.crash_fraction"),
+        ({"producer": {"librdkafka": {"acks": "1"}}}, "producer.librdkafka sets acks"),
+        (
+            {"producer": {"librdkafka": {"bootstrap.servers": "elsewhere:9092"}}},
+            "producer.librdkafka sets bootstrap.servers",
+        ),
     ],
 )
 def test_bad_values_give_one_clear_line(data: dict, needle: str) -> None:
@@ -158,3 +163,19 @@ def test_any_setting_is_a_flag_by_its_dotted_key(capsys: pytest.CaptureFixture[s
     assert main(["images", "--set", "producer.lingr_ms=20"]) == 3
     err = capsys.readouterr().err
     assert "unknown key producer.lingr_ms (did you mean producer.linger_ms?)" in err
+
+
+def test_one_broker_setting_keeps_the_harness_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("cluster:\n  broker_config:\n    replica.lag.time.max.ms: 3000\n")
+    got = load_spec(path, {}).cluster.broker_config
+    assert got["replica.lag.time.max.ms"] == "3000"
+    assert {k: v for k, v in got.items() if k != "replica.lag.time.max.ms"} == {
+        k: v for k, v in RunSpec().cluster.broker_config.items() if k != "replica.lag.time.max.ms"
+    }
+
+
+def test_further_librdkafka_settings_reach_the_client_under_the_owned_ones() -> None:
+    conf = load_spec(None, {"producer": {"librdkafka": {"socket.max.fails": 0}}}).producer
+    assert conf.client_config()["socket.max.fails"] == 0
+    assert conf.client_config()["acks"] == "all"

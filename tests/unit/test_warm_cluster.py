@@ -1,5 +1,5 @@
 """The warm-cluster holder's rules, with a stand-in cluster (the real reuse runs in
-tests/integration/test_campaign_command.py)."""
+tests/integration/test_claims.py, test_the_claims_campaign_is_a_campaign)."""
 
 from __future__ import annotations
 

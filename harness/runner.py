@@ -224,7 +224,11 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             # shrink, but never forever), and the clients keep writing through it and
             # for a quiet spell after: what a fault did shows in what comes after it.
             nemesis_thread.join(spec.nemesis.fault_s + 180)
-            ctx.stop.wait(spec.nemesis.quiet_s)
+            # The quiet spell counts from the last fault or heal: the fault phase often
+            # ends with one already, and a run without faults has nothing to follow up.
+            calm_s = nemesis.calm_s()
+            if calm_s is not None:
+                ctx.stop.wait(max(0.0, spec.nemesis.quiet_s - calm_s))
             session.stop()
             load_s = time.monotonic() - t_load
             phase("fault_phase")

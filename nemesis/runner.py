@@ -19,6 +19,11 @@ class NemesisRunner:
     stop: threading.Event
     faults_done: int = 0
     _t0: float = field(default_factory=time.monotonic)
+    _last_change: float | None = None  # when a fault or heal last ended; None: none ran
+
+    def calm_s(self) -> float | None:
+        """Seconds since the last fault or heal ended; None if no fault was applied."""
+        return None if self._last_change is None else time.monotonic() - self._last_change
 
     def run(self) -> None:
         # The schedule's times count from the start of the fault phase, not from when
@@ -35,6 +40,7 @@ class NemesisRunner:
                 self.faults_done += 1
             else:
                 self.nemesis.heal(step.package)
+            self._last_change = time.monotonic()
 
     def final_heal(self, topic: str, timeout_s: float) -> dict[str, Any]:
         """Undo every outstanding fault, heal every link and broker, wait for health."""

@@ -110,3 +110,21 @@ def test_partition_and_degrade_write_their_values_and_heal_values(tmp_path: Path
     ]
     assert cluster.whole
     assert ("uncut", LinkId(2, 1, "controller")) in cluster.calls
+
+
+def test_the_calm_since_the_last_fault_or_heal_is_known_and_none_without_faults(
+    tmp_path: Path,
+) -> None:
+    # The runner's quiet spell after the fault phase counts from it.
+    _, nem, _ = nemesis(tmp_path)
+    idle = NemesisRunner(nem, [], threading.Event())
+    idle.run()
+    assert idle.calm_s() is None
+    runner = NemesisRunner(
+        nem, [Step(0.0, "fault", "pause", 1), Step(0.05, "heal", "pause")], threading.Event()
+    )
+    runner.run()
+    first = runner.calm_s()
+    assert first is not None and 0 <= first < 1
+    threading.Event().wait(0.05)
+    assert runner.calm_s() > first

@@ -33,6 +33,12 @@ class ProducerSpec(Frozen):
     txn_partitions: int = Field(3, ge=1, description="partitions each transaction writes")
     abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
     txn_delay_ms: int = Field(0, ge=0, description="pause inside each transaction")
+    abort_in_flight: bool = Field(
+        False,
+        description="a deliberate abort does not wait for the transaction's sends: it "
+        "aborts (after txn_delay_ms) with produce requests still on their way, the "
+        "window of KAFKA-17754",
+    )
     transaction_timeout_ms: int = Field(60000, ge=1000)
     clients: int = Field(
         3, ge=1, le=64, description="producer clients (librdkafka instances), one lane each"
@@ -114,6 +120,11 @@ class ProducerSpec(Frozen):
             )
         if self.txn_poll and not self.transactional:
             raise ValueError("txn_poll needs producer.transactional=true")
+        if self.abort_in_flight and not self.abort_fraction:
+            raise ValueError(
+                "abort_in_flight needs deliberate aborts: set producer.abort_fraction "
+                "(and producer.transactional=true)"
+            )
         if self.idempotence and self.max_in_flight > 5:
             raise ValueError(
                 "idempotence allows at most 5 in-flight requests; lower producer.max_in_flight"

@@ -166,8 +166,10 @@ class TxnWorker:
                 outcome, error = "info", "client crashed"
             elif abort:
                 # Send everything first, so the aborted records really reach the log
-                # (an abort would otherwise purge them from the local queue).
-                producer.flush(self._timeout_s)
+                # (an abort would otherwise purge them from the local queue); unless
+                # the abort is to overtake requests still on their way (KAFKA-17754).
+                if not self.spec.abort_in_flight:
+                    producer.flush(self._timeout_s)
                 producer.abort_transaction(self._timeout_s)
                 outcome, error = "fail", "aborted on purpose"
             else:

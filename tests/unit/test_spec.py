@@ -36,6 +36,7 @@ def test_spec_is_frozen() -> None:
         ({"consumer": {"mode": "subscribe", "max_poll_interval_ms": 2000}}, "max_poll_interval"),
         ({"producer": {"crash_fraction": 2}}, "producer.crash_fraction"),
         ({"producer": {"librdkafka": {"acks": "1"}}}, "producer.librdkafka sets acks"),
+        ({"producer": {"abort_in_flight": True}}, "abort_in_flight needs deliberate aborts"),
         (
             {"producer": {"librdkafka": {"bootstrap.servers": "elsewhere:9092"}}},
             "producer.librdkafka sets bootstrap.servers",

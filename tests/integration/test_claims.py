@@ -67,6 +67,9 @@ EXPECT: dict[str, Expect] = {
         seen=("group-redelivered",), absent=("group-missed",), client_fs=("leave", "join", "stall")
     ),  # C18
     "commit-before-process": Expect(seen=("group-missed",), client_fs=("crash",)),  # C19
+    # KAFKA-17754: not reproduced in any run so far (docs/findings.md), so nothing
+    # is asserted either way beyond a run under its faults with a definite verdict.
+    "txn-delayed-produce": Expect(),
 }
 
 
@@ -77,16 +80,20 @@ FAULT_FS = ("kill", "stop", "pause", "bounce", "partition", "degrade", "wipe", "
 # every preset plus the twins below, one after another on one warm cluster, judged
 # in the campaign's own process. Each test then asserts on its own run.
 SEED = 3
+RUN_S = 20
+# The twins without faults only need enough transactions or crashes: in 25 s they
+# had 112 to 1,219 transactions and 66 crashes.
+NO_FAULTS_S = 10
 TWINS: dict[str, dict] = {
     # C4 under repeated faults of both kinds: the preset's faults fit once in the suite's 20 s.
     "safe-repeated": {
         "topic": {"partitions": 3, "min_insync_replicas": 2},
         "producer": {"acks": "all", "idempotence": True},
-        # With seed 3: kill-leader, isolate-broker, kill-leader (nemesis/schedule.py).
-        # Short faults and long gaps: with min.isr 2, writes stall while a restarted
-        # broker is out of the ISR, and with 4 s faults 2 s apart a run acknowledged
-        # only 300 values in all.
-        "nemesis": {"faults": ["kill-leader", "isolate-broker"], "fault_s": 2, "quiet_s": 4},
+        # With seed 3 in 20 s: kill-leader at 3 s, isolate-broker at 8 s, kill-leader at
+        # 18 s (nemesis/schedule.py; one period draws no fault). Short faults and long
+        # gaps: with min.isr 2, writes stall while a restarted broker is out of the ISR,
+        # and with 4 s faults 2 s apart a run acknowledged only 300 values in all.
+        "nemesis": {"faults": ["kill-leader", "isolate-broker"], "fault_s": 2, "quiet_s": 3},
     },
     # C10: aborted transactions are seen by read_uncommitted only.
     **{
@@ -128,17 +135,15 @@ ONLY_UNCOMMITTED_SEES = [("read_uncommitted", True), ("read_committed", False)]
 def claims_campaign(tmp_path_factory: pytest.TempPathFactory, images) -> Path:
     """The campaign directory, after every run in it ended."""
     root = tmp_path_factory.mktemp("claims")
+    runs = {name: {**preset(name), "duration_s": RUN_S} for name in EXPECT}
     for name, config in TWINS.items():
+        quiet = not config.get("nemesis", {}).get("faults", True)
+        runs[name] = {**config, "duration_s": NO_FAULTS_S if quiet else RUN_S}
+    for name, config in runs.items():
         (root / f"{name}.yaml").write_text(yaml.safe_dump({**config, "name": name}))
     (root / "campaign.yaml").write_text(
         yaml.safe_dump(
-            {
-                "name": "claims",
-                "presets": list(EXPECT),
-                "configs": [f"{name}.yaml" for name in TWINS],
-                "seeds": [SEED],
-                "duration_s": 20,
-            }
+            {"name": "claims", "configs": [f"{name}.yaml" for name in runs], "seeds": [SEED]}
         )
     )
     cmd = [sys.executable, "-m", "kafka_trial", "campaign", "-c", str(root / "campaign.yaml")]

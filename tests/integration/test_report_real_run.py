@@ -18,8 +18,8 @@ from tests.integration.runs import RUN_LIMIT_S, the_run_dir
 
 def test_run_writes_a_report_that_loads_offline(tmp_path: Path, images) -> None:
     cmd = [
-        sys.executable, "-m", "kafka_trial", "run", "--preset", "acks1", "--duration", "20",
-        "--seed", "3", "--runs-dir", str(tmp_path / "runs"),
+        sys.executable, "-m", "kafka_trial", "run", "--preset", "acks1", "--duration", "10",
+        "--set", "nemesis.quiet_s=2", "--seed", "3", "--runs-dir", str(tmp_path / "runs"),
         "--junitxml", str(tmp_path / "junit.xml"),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S)

@@ -128,3 +128,16 @@ def test_the_calm_since_the_last_fault_or_heal_is_known_and_none_without_faults(
     assert first is not None and 0 <= first < 1
     threading.Event().wait(0.05)
     assert runner.calm_s() > first
+
+
+def test_a_runner_stopped_with_a_fault_on_heals_it_before_it_returns(tmp_path: Path) -> None:
+    # Otherwise the clients' last ops wait out their timeouts against the fault.
+    _, nem, history = nemesis(tmp_path)
+    stop = threading.Event()
+    steps = [Step(0.0, "fault", "pause", 1), Step(30.0, "heal", "pause")]
+    runner = NemesisRunner(nem, steps, stop)
+    threading.Timer(0.2, stop.set).start()
+    runner.run()
+    assert done(history) == [("ok", "pause"), ("ok", "resume")]
+    assert nem.outstanding == ()
+    assert runner.calm_s() is not None and runner.calm_s() < 1

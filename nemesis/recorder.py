@@ -23,15 +23,21 @@ class NemesisRecorder:
         """Invoke, act, complete: `ok` with what was hit, or `info` if the action raised
         (a half-applied fault is unknown, never `fail`)."""
         with self._lock:
+            # Faults are rare and are the history's account of what was done to the
+            # cluster: each is on disk before it acts and once it acted, so a crash
+            # right after a fault cannot leave the fault in place and out of the file.
             self.history.invoke("nemesis", f, value)
+            self.history.flush()
             try:
                 result = action() or {}
             except Exception as e:  # the run must go on and heal; the history says what broke
                 log(f"nemesis {f} failed: {e}")
                 self.history.complete("info", "nemesis", f, value, f"{type(e).__name__}: {e}"[:500])
+                self.history.flush()
                 if not isinstance(e, (RuntimeError, OSError, ValueError)):
                     traceback.print_exc()
                 return False
             self.history.complete("ok", "nemesis", f, {**value, **result})
+            self.history.flush()
             log(f"nemesis {f} {dict(value, **result)}")
             return True

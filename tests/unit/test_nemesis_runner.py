@@ -141,3 +141,22 @@ def test_a_runner_stopped_with_a_fault_on_heals_it_before_it_returns(tmp_path: P
     assert done(history) == [("ok", "pause"), ("ok", "resume")]
     assert nem.outstanding == ()
     assert runner.calm_s() is not None and runner.calm_s() < 1
+
+
+def test_a_fault_is_on_disk_before_it_acts_and_once_it_acted(tmp_path: Path) -> None:
+    # The client ops' writer may be a minute behind; a crash just after a fault must
+    # still find the fault in the history (tests/integration/test_interrupt.py).
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=60)
+    nem = Nemesis(FakeCluster(), history)
+    lines_before_acting: list[int] = []
+    nem.rec.do("probe", {}, lambda: lines_before_acting.append(_lines(history.path)) or {})
+    assert lines_before_acting == [1]
+    assert [(o.type, o.f) for o in read_history(history.path).ops] == [
+        ("invoke", "probe"),
+        ("ok", "probe"),
+    ]
+    history.close()
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())

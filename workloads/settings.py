@@ -133,7 +133,8 @@ class ProducerSpec(Frozen):
         if owned:
             raise ValueError(
                 f"producer.librdkafka sets {', '.join(owned)}, which kafka-trial sets "
-                "itself; use the producer setting of that name instead"
+                "itself; remove it there (most have a producer setting of their own, "
+                "e.g. producer.linger_ms for linger.ms)"
             )
         return self
 

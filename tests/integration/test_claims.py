@@ -42,7 +42,7 @@ EXPECT: dict[str, Expect] = {
     "min-isr-1": Expect(),  # C3
     "unclean": Expect(seen=("lost-write",)),  # C5; and test_unclean_election_follows_...
     "no-idempotence-retries": Expect(seen=("duplicate",)),  # C6
-    # C7: client-reorder 4-14 in each of 9 runs of 25 s, 8 in the suite (docs/findings.md)
+    # C7: client-reorder 4-11 in each of 8 runs of 20-25 s (docs/findings.md)
     "inflight-reorder": Expect(seen=("client-reorder", "duplicate")),
     "idempotent-retries": Expect(
         absent=("duplicate", "reorder", "client-reorder"), valid=True

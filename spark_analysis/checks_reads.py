@@ -73,33 +73,32 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
         .select("process", F.col("at").alias("index"), "partition")
         .distinct()
     )
-    kept = reads.join(fr.small(exempt), ["process", "index", "partition"], "left_anti").withColumn(
-        "event", F.lit(0)
+    kept = reads.join(fr.small(exempt), ["process", "index", "partition"], "left_anti")
+    # An event names a partition number, not its topic: it starts a new assignment of
+    # that partition of every topic its process read. Only processes with events are
+    # looked at for those topics.
+    moved = events.select("process").distinct()
+    read_topics = (
+        kept.join(fr.small(moved), "process", "left_semi").select(*TP, "process").distinct()
     )
-    # An event sorts before every record of its `at` op (rpos -1).
-    starts = events.select(
+    # An event row sorts before every record of its `at` op (rpos -1) and has no
+    # offset, so the read after it has no previous read: one window over each
+    # process's partition, where an epoch number needed a second one.
+    starts = events.join(read_topics, ["process", "partition"]).select(
         "process",
-        "partition",
+        *TP,
         F.col("at").alias("index"),
         F.lit(-1).cast("long").alias("rpos"),
-        F.lit(1).alias("event"),
     )
-    by_time = (
-        Window.partitionBy("process", "partition")
-        .orderBy("index", "rpos")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    epoch = (
-        kept.unionByName(starts, allowMissingColumns=True)
-        .withColumn("epoch", F.sum("event").over(by_time))
-        .filter(F.col("event") == 0)
-    )
-    w = Window.partitionBy("process", "epoch", *TP).orderBy("index", "rpos")
+    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
     return (
-        epoch.withColumn("prev_offset", F.lag("offset").over(w))
+        kept.unionByName(starts, allowMissingColumns=True)
+        .withColumn("prev_rpos", F.lag("rpos").over(w))
+        .withColumn("prev_offset", F.lag("offset").over(w))
         .withColumn("prev_value", F.lag("value").over(w))
         .withColumn("prev_index", F.lag("index").over(w))
-        .filter(F.col("prev_offset").isNotNull())
+        .filter((F.col("rpos") >= 0) & (F.col("prev_rpos") >= 0) & F.col("prev_offset").isNotNull())
+        .drop("prev_rpos")
     )
 
 

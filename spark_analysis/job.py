@@ -185,7 +185,13 @@ def _analyze(
     with _sql_settings(spark, _ONE_TASK_SQL if one_task else {}):
         status("analysis: reading the history")
         use = None if src.local is None else parsed_rows(spark, src.local)
-        fr = load(spark, src.uri, use.rows if use else None, one_task=one_task)
+        fr = load(
+            spark,
+            src.uri,
+            use.rows if use else None,
+            one_task=one_task,
+            columnar=use is not None and use.status in ("hit", "written"),
+        )
         cut = ""
         if tail == "cut":
             found = last_line(ranges)

@@ -32,11 +32,11 @@ _ENDS = 65536
 # Bump when PARSED_SCHEMA or the parse changes: an older cache is then stale.
 # 2: rows carry `damaged` and `bad_line` instead of the corrupt text.
 FORMAT = 2
-# Below this, parsing the JSON costs less than writing and reading the cache. It is
-# job.ONE_TASK_MAX_BYTES: such a history is judged in one task, which parses it once
-# and keeps the rows in memory; a 31 MB history took 3.8 s to write to Parquet
-# against about 1 s to parse (2026-11-24, 2 cores), on an analysis of ~24 s.
-MIN_BYTES_DEFAULT = 64 << 20
+# Below this, parsing the JSON costs less than writing and reading the cache. Not
+# the one-task bound (64 MiB): a 31 MB history's first analysis took as long
+# without the cache (29.9-30.1 s against 29.8-30.9 s) and a second one longer
+# (12.2-12.6 s against 10.7-11.4 s); 2026-11-24, 2 cores.
+MIN_BYTES_DEFAULT = 16 << 20
 
 
 def _min_bytes() -> int:

@@ -90,6 +90,11 @@ class ParsedRows:
     # whose record is unreadable: not used) or "current"
     found: str
 
+    @property
+    def from_parquet(self) -> bool:
+        """The rows are read from the cache's Parquet files, not parsed from JSON."""
+        return self.status in ("hit", "written")
+
 
 def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:
     """(whether some cache is there, whether it matches `want`)."""

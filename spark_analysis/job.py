@@ -190,7 +190,7 @@ def _analyze(
             src.uri,
             use.rows if use else None,
             one_task=one_task,
-            columnar=use is not None and use.status in ("hit", "written"),
+            columnar=use is not None and use.from_parquet,
         )
         cut = ""
         if tail == "cut":

@@ -33,7 +33,7 @@ _ENDS = 65536
 # 2: rows carry `damaged` and `bad_line` instead of the corrupt text.
 FORMAT = 2
 # Below this, parsing the JSON costs less than writing and reading the cache. Not
-# the one-task bound (64 MiB): a 31 MB history's first analysis took as long
+# the one-task bound of that time (64 MiB): a 31 MB history's first analysis took as long
 # without the cache (29.9-30.1 s against 29.8-30.9 s) and a second one longer
 # (12.2-12.6 s against 10.7-11.4 s); 2026-11-24, 2 cores.
 MIN_BYTES_DEFAULT = 16 << 20

@@ -34,8 +34,12 @@ _CHUNK = 65536
 
 # A history up to this size is judged in one task (history_frames.load's one_task):
 # on local[*] the planning and scheduling of ~80 shuffle stages cost more than one
-# core reading it all. Measured on a 2-core machine: see the README's analysis section.
-ONE_TASK_MAX_BYTES = 64 << 20
+# core reading it all, and the checks still run side by side (their union is one
+# task each). On a 2-core machine one task won at every size tried: 100 and 113 MB
+# campaign histories 25.6 -> 16.6 s and 18.4 -> 13.8 s, the 648 MB benchmark
+# history 85.4 -> 72.7 s (README's analysis section). More cores favour splitting
+# the input, so the bound shrinks with them (not measured beyond 2 cores).
+ONE_TASK_MAX_BYTES_2_CORES = 1 << 30
 # Spark SQL settings for a one-task analysis, restored after it: with every input in
 # one partition, adaptive re-planning and automatic broadcasts only add jobs, and the
 # exchanges that remain (after a union, for the final ranking) need one reducer, not
@@ -47,8 +51,9 @@ _ONE_TASK_SQL = {
 }
 
 
-def one_task_max_bytes() -> int:
-    return int(os.environ.get("KAFKA_TRIAL_ONE_TASK_BYTES", ONE_TASK_MAX_BYTES))
+def one_task_max_bytes(cores: int = 2) -> int:
+    bound = max(64 << 20, ONE_TASK_MAX_BYTES_2_CORES * 2 // max(cores, 2))
+    return int(os.environ.get("KAFKA_TRIAL_ONE_TASK_BYTES", bound))
 
 
 @contextlib.contextmanager
@@ -183,7 +188,7 @@ def _analyze(
     one_task = (
         spark.sparkContext.master.startswith("local")
         and src.local is not None
-        and src.local.stat().st_size <= one_task_max_bytes()
+        and src.local.stat().st_size <= one_task_max_bytes(spark.sparkContext.defaultParallelism)
     )
     with _sql_settings(spark, _ONE_TASK_SQL if one_task else {}):
         status("analysis: reading the history")

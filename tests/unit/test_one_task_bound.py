@@ -1,0 +1,29 @@
+"""Which histories are judged in one task: the bound measured on 2 cores, smaller
+with more cores (splitting the input pays off sooner), and the override."""
+
+from __future__ import annotations
+
+import pytest
+from kafka_trial.spark_analysis.job import ONE_TASK_MAX_BYTES_2_CORES, one_task_max_bytes
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKA_TRIAL_ONE_TASK_BYTES", raising=False)
+
+
+def test_two_cores_or_fewer_get_the_measured_bound() -> None:
+    assert one_task_max_bytes(1) == one_task_max_bytes(2) == ONE_TASK_MAX_BYTES_2_CORES
+    # The 2M-line benchmark history (648 MB) was measured faster in one task.
+    assert one_task_max_bytes(2) > 648_000_000
+
+
+def test_more_cores_shrink_the_bound_down_to_a_floor() -> None:
+    assert one_task_max_bytes(4) == ONE_TASK_MAX_BYTES_2_CORES // 2
+    assert one_task_max_bytes(8) < one_task_max_bytes(4)
+    assert one_task_max_bytes(1024) == 64 << 20
+
+
+def test_the_environment_overrides_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_TRIAL_ONE_TASK_BYTES", "123")
+    assert one_task_max_bytes(2) == one_task_max_bytes(64) == 123

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_trial.spark_analysis import history_frames
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
@@ -192,7 +193,12 @@ def test_client_order_kept_is_no_client_reorder(spark, tmp_path: Path) -> None:
     assert res["valid"] is True, counts(res)
 
 
-def test_truncated_history_is_analysed(spark, tmp_path: Path) -> None:
+# Open invokes are listed by index up to a bound and joined beyond it: both ways.
+@pytest.mark.parametrize("listed", [10_000, 0])
+def test_truncated_history_is_analysed(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listed: int
+) -> None:
+    monkeypatch.setattr(history_frames, "_OPEN_LISTED", listed)
     b = clean(tmp_path)
     b.h.invoke(5, "send", [{"op": "send", "topic": "t", "partition": 0, "value": 77}])
     run = b.done()

@@ -43,7 +43,7 @@ ONE_TASK_MAX_BYTES_2_CORES = 1 << 30
 # Spark SQL settings for a one-task analysis, restored after it: with every input in
 # one partition, adaptive re-planning and automatic broadcasts only add jobs, and the
 # exchanges that remain (after a union, for the final ranking) need one reducer, not
-# eight: a 9-op history's warm analysis took 8.1 s with 8 and 5.9 s with 1.
+# eight: a 9-op history's warm analysis took 8.0 s with 8 and 6.9 s with 1 (mean of 5).
 _ONE_TASK_SQL = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",

@@ -9,7 +9,6 @@ from kafka_trial.spark_analysis.shared_frames import (
     acked_sends,
     check,
     never_written_values,
-    rebalance_partitions,
 )
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -45,15 +44,11 @@ def _rebalance_events(fr: Plan) -> DataFrame:
     )
     anchored = ops.withColumn("anchor", anchor).select("process", "index", "anchor")
     after_poll = (F.col("anchor.f") == "poll") & (F.col("anchor.type") == "ok")
-    return (
-        rebalance_partitions(fr)
-        .join(anchored, ["process", "index"])
-        .select(
-            "process",
-            "partition",
-            F.when(after_poll, F.col("anchor.index")).otherwise(F.col("index")).alias("at"),
-            F.coalesce(after_poll, F.lit(False)).alias("exempt"),
-        )
+    return fr.rebalances.join(anchored, ["process", "index"]).select(
+        "process",
+        "partition",
+        F.when(after_poll, F.col("anchor.index")).otherwise(F.col("index")).alias("at"),
+        F.coalesce(after_poll, F.lit(False)).alias("exempt"),
     )
 
 

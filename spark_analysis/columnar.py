@@ -1,4 +1,4 @@
-"""One parse: the history's parsed rows, cached as Parquet beside history.jsonl.
+"""One parse: the history's flat rows, cached as Parquet beside history.jsonl.
 
 The JSONL stays the contract and the source of truth. The cache records which bytes
 it was made from (size, mtime and a hash of both ends of the file) in a sidecar
@@ -7,7 +7,7 @@ still matches; a history that grew (`kafka-trial finish`) or changed is parsed a
 and the cache rewritten. Writing it is best effort: a read-only run directory only
 costs the next analysis the parse.
 
-The rows hold each line's damaged flag (history_frames.PARSED_SCHEMA), so the
+The rows hold each line's damaged flag (history_parse.FLAT_SCHEMA), so the
 damaged-line count is the same from the cache as from the JSON; the last line's
 state is read from history.jsonl itself every time.
 """
@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.contracts.log import log
-from kafka_trial.spark_analysis.history_frames import PARSED_SCHEMA, read_json
+from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from pyspark.sql import DataFrame, SparkSession
 
 CACHE = "history.parquet"
 _ENDS = 65536
-# Bump when PARSED_SCHEMA or the parse changes: an older cache is then stale.
+# Bump when FLAT_SCHEMA or the parse changes: an older cache is then stale.
 # 2: rows carry `damaged` and `bad_line` instead of the corrupt text.
-FORMAT = 2
+# 3: flat rows (history_parse.FLAT_SCHEMA) instead of the parsed lines.
+FORMAT = 3
 # Below this, parsing the JSON costs less than writing and reading the cache. Not
 # the one-task bound of that time (64 MiB): a 31 MB history's first analysis took as long
 # without the cache (29.9-30.1 s against 29.8-30.9 s) and a second one longer
@@ -55,7 +56,7 @@ def fingerprint(path: Path) -> dict[str, object]:
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "ends_sha256": h.hexdigest(),
-        "schema": PARSED_SCHEMA.json(),
+        "schema": FLAT_SCHEMA.json(),
     }
 
 
@@ -113,29 +114,33 @@ def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:
         return there, False
 
 
+def _flat_rows(spark: SparkSession, history: Path) -> DataFrame:
+    return flatten(read_json(spark, history.as_uri()))
+
+
 def parsed_rows(spark: SparkSession, history: Path) -> ParsedRows:
-    """The parsed rows (PARSED_SCHEMA) of a local history, from its cache when that
+    """The flat rows (FLAT_SCHEMA) of a local history, from its cache when that
     still matches it, else parsed from the JSON (and cached when worth it)."""
     if history.stat().st_size < _min_bytes():
-        return ParsedRows(read_json(spark, history.as_uri()), "small", "none")
+        return ParsedRows(_flat_rows(spark, history), "small", "none")
     cache = history.with_name(CACHE)
     want = fingerprint(history)
     there, current = _current(cache, want)
     if current:
-        rows = spark.read.schema(PARSED_SCHEMA).parquet(cache.as_uri())
+        rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
         return ParsedRows(rows, "hit", "current")
     found = "stale" if there else "none"
     tmp = cache.with_name(f".{CACHE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         # No sidecar while the Parquet is replaced: never a half-made cache in use.
         _sidecar(cache).unlink(missing_ok=True)
-        read_json(spark, history.as_uri()).write.parquet(tmp.as_uri())
+        _flat_rows(spark, history).write.parquet(tmp.as_uri())
         _remove(cache)
         tmp.rename(cache)
         if fingerprint(history) != want:
             # Written to while it was parsed: these rows are of bytes no longer there.
             log("history.jsonl changed while it was cached; parsing it again")
-            return ParsedRows(read_json(spark, history.as_uri()), "unwritable", found)
+            return ParsedRows(_flat_rows(spark, history), "unwritable", found)
         side_tmp = tmp.with_name(tmp.name + ".json")
         side_tmp.write_text(json.dumps({**want, "files": _files(cache)}))
         os.replace(side_tmp, _sidecar(cache))
@@ -143,6 +148,6 @@ def parsed_rows(spark: SparkSession, history: Path) -> ParsedRows:
         log(f"history cache not written ({type(e).__name__}: {str(e)[:200]}); parsing the JSON")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.with_name(tmp.name + ".json").unlink(missing_ok=True)
-        return ParsedRows(read_json(spark, history.as_uri()), "unwritable", found)
-    rows = spark.read.schema(PARSED_SCHEMA).parquet(cache.as_uri())
+        return ParsedRows(_flat_rows(spark, history), "unwritable", found)
+    rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
     return ParsedRows(rows, "written", found)

@@ -22,7 +22,8 @@ from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import status
 from kafka_trial.spark_analysis.columnar import parsed_rows
-from kafka_trial.spark_analysis.history_frames import line_is_damaged, load
+from kafka_trial.spark_analysis.history_frames import load
+from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
 from kafka_trial.spark_analysis.session import spark_session

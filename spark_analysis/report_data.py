@@ -13,7 +13,8 @@ import json
 import math
 from typing import Any
 
-from kafka_trial.spark_analysis.history_frames import LINE_SCHEMA, Frames
+from kafka_trial.spark_analysis.history_frames import Frames
+from kafka_trial.spark_analysis.history_parse import LINE_SCHEMA
 from kafka_trial.spark_analysis.queue_checks import CLIENT_EVENTS
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F

@@ -9,9 +9,8 @@ from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES
 from kafka_trial.spark_analysis.history_frames import Frames
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 TP = ["topic", "partition"]
 
@@ -85,80 +84,3 @@ def max_read_offsets(fr: Plan) -> DataFrame:
     return fr.shared(
         "max_read", lambda: fr.reads.groupBy(*TP).agg(F.max("offset").alias("max_read_offset"))
     )
-
-
-# What a rebalance line is read again for, when it is read from the history's text.
-_REBALANCE_LINE = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("process", StringType()),
-        StructField(
-            "value",
-            ArrayType(
-                StructType(
-                    [
-                        StructField("op", StringType()),
-                        StructField("partitions", ArrayType(LongType())),
-                    ]
-                )
-            ),
-        ),
-    ]
-)
-_REBALANCE_KINDS = ("assign", "revoke", "lost")
-
-
-def _rebalance_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """index, process, value (micro-ops with op and partitions) of the lines in
-    `files` that may be rebalance ops: the parsed rows if the loader read them from
-    Parquet (its columnar cache of the history), else the history's JSON lines."""
-    if all(f.endswith(".parquet") for f in files):
-        return (
-            spark.read.parquet(*files)
-            .filter(F.col("f").isin(*_REBALANCE_KINDS))
-            .select("index", "process", "value")
-        )
-    # Only lines that can be rebalance ops are parsed: the rest is a text scan.
-    may_be = F.lit(False)
-    for kind in _REBALANCE_KINDS:
-        may_be = may_be | F.col("value").contains(f'"{kind}"')
-    return (
-        spark.read.text(files)
-        .filter(may_be)
-        .select(F.from_json("value", _REBALANCE_LINE).alias("line"))
-        .select("line.index", "line.process", "line.value")
-    )
-
-
-def rebalance_partitions(fr: Plan) -> DataFrame:
-    """process, index, partition: one row per partition each ok assign / revoke / lost
-    op (`index`, its completion) names.
-
-    `Frames.rebalances` does not carry the partitions (yet: a `partitions` column is
-    used when it does), so they are read again, from the lines the loader read, and
-    kept only for the ops the loader accepted as rebalances."""
-
-    def build() -> DataFrame:
-        events = fr.rebalances
-        if "partitions" not in events.columns:
-            files = events.inputFiles()
-            if not files:
-                # Without its partitions a rebalance cannot be placed: the checks that
-                # need it report unknown rather than judge positions without it.
-                raise RuntimeError("rebalance partitions: the history's files are unknown")
-            lines = _rebalance_lines(events.sparkSession, files).select(
-                "index",
-                "process",
-                F.flatten(
-                    F.transform(
-                        F.filter("value", lambda m: m.op.isin(*_REBALANCE_KINDS)),
-                        lambda m: F.coalesce(m.partitions, F.array().cast("array<bigint>")),
-                    )
-                ).alias("partitions"),
-            )
-            events = events.join(lines, ["process", "index"])
-        return events.select(
-            "process", "index", F.explode("partitions").alias("partition")
-        ).distinct()
-
-    return fr.shared("rebalance_partitions", build)

@@ -4,16 +4,15 @@ from acknowledged writes and from any read (defect 5). Each planted, with a clea
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from kafka_trial.spark_analysis import checks_reads
-from kafka_trial.spark_analysis.history_frames import HISTORY_SCHEMA, load
+from kafka_trial.spark_analysis.history_frames import load
+from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.shared_frames import Plan, rebalance_partitions
+from kafka_trial.spark_analysis.shared_frames import Plan
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from tests.histories import Builder, group_poll
 
@@ -98,17 +97,7 @@ def test_rebalance_after_another_op_is_not_attached_to_the_poll(spark, tmp_path:
 
 
 def _frames_with_partitions(spark: SparkSession, run: Path) -> Plan:
-    """The frames of `run`, with the `partitions` column rebalances would carry if
-    history_frames.py extracted it (the change the position checks are ready for)."""
-    path = str(run / "history.jsonl")
-    frames = load(spark, path)
-    parts = (
-        spark.read.schema(HISTORY_SCHEMA)
-        .json(path)
-        .filter((F.col("type") == "ok") & F.col("f").isin("assign", "revoke", "lost"))
-        .select("process", "index", F.col("value")[0]["partitions"].alias("partitions"))
-    )
-    return Plan(dataclasses.replace(frames, rebalances=parts))
+    return Plan(load(spark, str(run / "history.jsonl")))
 
 
 def _two_partitions(tmp_path: Path) -> Path:
@@ -166,17 +155,19 @@ def test_unmoved_partition_reading_on_is_clean(spark, tmp_path: Path) -> None:
 
 
 def test_rebalance_partitions_from_the_columnar_rows(spark, tmp_path: Path) -> None:
-    """A large history is loaded from its Parquet rows: the rebalance partitions are
-    read again from those, the same as from the JSON lines."""
+    """A large history is loaded from the flat rows of its Parquet cache: the
+    rebalance partitions are the same as from the JSON lines."""
     run = _two_partitions(tmp_path)
     path = str(run / "history.jsonl")
     pq = (tmp_path / "rows.parquet").as_uri()
-    spark.read.schema(HISTORY_SCHEMA).json(path).write.parquet(pq)
+    flatten(read_json(spark, path)).write.parquet(pq)
     from_json = Plan(load(spark, path))
-    from_parquet = Plan(load(spark, path, spark.read.schema(HISTORY_SCHEMA).parquet(pq)))
+    from_parquet = Plan(
+        load(spark, path, spark.read.schema(FLAT_SCHEMA).parquet(pq), columnar=True)
+    )
     try:
-        want = sorted(map(tuple, rebalance_partitions(from_json).collect()))
-        got = sorted(map(tuple, rebalance_partitions(from_parquet).collect()))
+        want = sorted(map(tuple, from_json.rebalances.collect()))
+        got = sorted(map(tuple, from_parquet.rebalances.collect()))
         back = checks_reads.nonmonotonic_poll(from_parquet).collect()
     finally:
         from_json.release()

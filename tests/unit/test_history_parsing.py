@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_trial.spark_analysis.history_frames import read_json
+from kafka_trial.spark_analysis.history_parse import read_json
 from kafka_trial.spark_analysis.job import analyze, last_line_state
 from kafka_trial.spark_analysis.sources import LocalFile
 

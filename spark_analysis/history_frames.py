@@ -41,11 +41,11 @@ class Frames:
     drain_ran: bool  # some poll of the final drain completed
     # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
-    # The whole history is one partition (see `load`): joins need no broadcast.
+    # The whole history is one partition (see `load`).
     one_task: bool = False
 
     def small(self, df: DataFrame) -> DataFrame:
-        return _small(df, self.one_task)
+        return _small(df)
 
 
 DAMAGED_EXAMPLES = 8
@@ -55,10 +55,12 @@ DAMAGED_EXAMPLES = 8
 _OPEN_LISTED = 10_000
 
 
-def _small(df: DataFrame, one_task: bool) -> DataFrame:
-    """A join's small side: broadcast, unless the plan runs in one task anyway
-    (a broadcast is a job of its own, and there is nothing to spread)."""
-    return df if one_task else F.broadcast(df)
+def _small(df: DataFrame) -> DataFrame:
+    """A join's small side (a table per topic-partition or per process, rebalance
+    events, open invokes): broadcast, in a one-task plan too. The broadcast is a job
+    of its own, but the big side then streams past a hash table instead of being
+    sorted for a merge join (2M lines, one task: the checks took 30.0 s, not 35.8)."""
+    return F.broadcast(df)
 
 
 def _sends(rows: DataFrame, outcome: Column) -> DataFrame:
@@ -157,7 +159,7 @@ def load(
     else:
         open_idx = open_idx.cache()
         open_invokes = open_idx.count()
-        open_sends = invoked.join(_small(open_idx, one_task), "index")
+        open_sends = invoked.join(_small(open_idx), "index")
 
     attempted = invoked.filter(F.col("kind") == "send").select("value").distinct().cache()
     completions = items.filter(F.col("type").isin("ok", "fail", "info"))

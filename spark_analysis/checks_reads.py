@@ -62,7 +62,25 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
     nor a previous read: the history does not say which of them came before the move
     and which after, so the new assignment's position is known from the next read on."""
     reads = fr.reads.filter(F.col("f") == "poll").drop("f")
-    events = _rebalance_events(fr)
+    # With no assignment ever moved (no group, or assign mode) every read is judged,
+    # and the window needs no exchange for the union of the epoch starts.
+    rows = reads if fr.rebalances.isEmpty() else _with_epoch_starts(fr, reads)
+    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
+    return (
+        rows.withColumn("prev_rpos", F.lag("rpos").over(w))
+        .withColumn("prev_offset", F.lag("offset").over(w))
+        .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_index", F.lag("index").over(w))
+        .filter((F.col("rpos") >= 0) & (F.col("prev_rpos") >= 0) & F.col("prev_offset").isNotNull())
+        .drop("prev_rpos")
+    )
+
+
+def _with_epoch_starts(fr: Plan, reads: DataFrame) -> DataFrame:
+    """`reads` less the exempt records, plus one row per rebalance event and topic
+    that starts a new assignment of a partition."""
+    # Computed once: exempt, moved and starts below each read it.
+    events = fr.shared("rebalance_events", lambda: _rebalance_events(fr))
     exempt = (
         events.filter(F.col("exempt"))
         .select("process", F.col("at").alias("index"), "partition")
@@ -85,16 +103,7 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
         F.col("at").alias("index"),
         F.lit(-1).cast("long").alias("rpos"),
     )
-    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
-    return (
-        kept.unionByName(starts, allowMissingColumns=True)
-        .withColumn("prev_rpos", F.lag("rpos").over(w))
-        .withColumn("prev_offset", F.lag("offset").over(w))
-        .withColumn("prev_value", F.lag("value").over(w))
-        .withColumn("prev_index", F.lag("index").over(w))
-        .filter((F.col("rpos") >= 0) & (F.col("prev_rpos") >= 0) & F.col("prev_offset").isNotNull())
-        .drop("prev_rpos")
-    )
+    return kept.unionByName(starts, allowMissingColumns=True)
 
 
 def _pairs(fr: Plan, within_op: bool) -> DataFrame:
@@ -130,6 +139,8 @@ def int_nonmonotonic_poll(fr: Plan) -> DataFrame:
 
 # Gaps up to this many offsets are joined offset by offset.
 _LISTED_GAP = 10_000
+# Up to this many listed offsets are a broadcast join's side (a few MB on the driver).
+_BROADCAST_ROWS = 200_000
 
 
 def _known_positions(fr: Plan) -> DataFrame:
@@ -164,31 +175,38 @@ def _skips(fr: Plan, within_op: bool) -> DataFrame:
     # known offset of its partition. The few wide gaps (a reset, a damaged offset)
     # would list too many: they take the range join.
     wide = F.col("offset") - F.col("prev_offset") > _LISTED_GAP
-    listed = (
-        gaps.filter(~wide)
-        .select(
+    listed = gaps.filter(~wide).select(
+        *keys,
+        F.explode(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias(
+            "skipped_offset"
+        ),
+    )
+    # Counted first (the pairs are cached): most histories have no gap, or few, and
+    # then the known positions are not sorted for a join, only scanned once.
+    n_listed = listed.count()
+    found: list[DataFrame] = []
+    if n_listed:
+        small = F.broadcast(listed) if n_listed <= _BROADCAST_ROWS else listed
+        found.append(small.join(known, [*TP, "skipped_offset"]))
+    if not gaps.filter(wide).isEmpty():
+        found.append(
+            gaps.filter(wide)
+            .join(known, TP)
+            .filter(
+                (F.col("skipped_offset") > F.col("prev_offset"))
+                & (F.col("skipped_offset") < F.col("offset"))
+            )
+        )
+    if not found:
+        return gaps.filter(F.lit(False)).select(
             *keys,
-            F.explode(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias(
-                "skipped_offset"
-            ),
+            F.array().cast("array<bigint>").alias("skipped_values"),
+            F.array().cast("array<bigint>").alias("skipped_offsets"),
         )
-        .join(known, [*TP, "skipped_offset"])
-    )
-    ranged = (
-        gaps.filter(wide)
-        .join(known, TP)
-        .filter(
-            (F.col("skipped_offset") > F.col("prev_offset"))
-            & (F.col("skipped_offset") < F.col("offset"))
-        )
-    )
-    return (
-        listed.unionByName(ranged)
-        .groupBy(*keys)
-        .agg(
-            F.sort_array(F.collect_set("skipped_value")).alias("skipped_values"),
-            F.sort_array(F.collect_set("skipped_offset")).alias("skipped_offsets"),
-        )
+    hits = found[0] if len(found) == 1 else found[0].unionByName(found[1])
+    return hits.groupBy(*keys).agg(
+        F.sort_array(F.collect_set("skipped_value")).alias("skipped_values"),
+        F.sort_array(F.collect_set("skipped_offset")).alias("skipped_offsets"),
     )
 
 

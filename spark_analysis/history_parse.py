@@ -247,17 +247,20 @@ def _listed(arr: Column, kind: str, item: Callable[[Column], dict[str, Column]])
     return F.coalesce(F.transform(arr, lambda x, i: _item(kind, i, **item(x))), _none())
 
 
+def _tpo(o: Column) -> dict[str, Column]:
+    return {"topic": o.topic, "partition": o.partition, "offset": o.offset}
+
+
 def _micro_items(m: Column, mpos: Column) -> Column:
     """The items of micro-op `m`, each with the micro-op's own fields."""
-    tpo = lambda o: {"topic": o.topic, "partition": o.partition, "offset": o.offset}  # noqa: E731
     items = F.concat(
         F.when(
             m.op == "send",
-            F.array(_item("send", None, value=m.value, **tpo(m))),
+            F.array(_item("send", None, value=m.value, **_tpo(m))),
         ).otherwise(_none()),
-        _listed(m.records, "record", lambda r: {"value": r.value, **tpo(r)}),
-        _listed(m.offsets, "offset", tpo),
-        _listed(m.at_end, "end", tpo),
+        _listed(m.records, "record", lambda r: {"value": r.value, **_tpo(r)}),
+        _listed(m.offsets, "offset", _tpo),
+        _listed(m.at_end, "end", _tpo),
         _listed(m.partitions, "partition", lambda p: {"partition": p}),
     )
     items = F.when(F.size(items) == 0, F.array(_item("micro", None))).otherwise(items)

@@ -97,7 +97,7 @@ def test_rebalance_after_another_op_is_not_attached_to_the_poll(spark, tmp_path:
     assert c["nonmonotonic-poll"] == 1, c
 
 
-def _frames_with_partitions(spark: SparkSession, run: Path) -> Plan:
+def _plan(spark: SparkSession, run: Path) -> Plan:
     return Plan(load(spark, str(run / "history.jsonl")))
 
 
@@ -117,7 +117,7 @@ def _two_partitions(tmp_path: Path) -> Path:
 
 
 def test_rebalance_exempts_only_the_partitions_it_moved(spark, tmp_path: Path) -> None:
-    plan = _frames_with_partitions(spark, _two_partitions(tmp_path))
+    plan = _plan(spark, _two_partitions(tmp_path))
     try:
         back = checks_reads.nonmonotonic_poll(plan).collect()
         inside = checks_reads.int_nonmonotonic_poll(plan).collect()

@@ -3,6 +3,7 @@ offsets, across ops and within one."""
 
 from __future__ import annotations
 
+from kafka_trial.spark_analysis.history_parse import REBALANCE_FS
 from kafka_trial.spark_analysis.shared_frames import (
     TP,
     Plan,
@@ -12,8 +13,6 @@ from kafka_trial.spark_analysis.shared_frames import (
 )
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-
-_REBALANCE_FS = ("assign", "revoke", "lost")
 
 
 def _rebalance_events(fr: Plan) -> DataFrame:
@@ -38,7 +37,7 @@ def _rebalance_events(fr: Plan) -> DataFrame:
     by_time = (
         Window.partitionBy("process").orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
     )
-    not_event = ~F.col("f").isin(*_REBALANCE_FS)
+    not_event = ~F.col("f").isin(*REBALANCE_FS)
     anchor = F.last(F.when(not_event, F.struct("index", "f", "type")), ignorenulls=True).over(
         by_time
     )

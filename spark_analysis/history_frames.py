@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_trial.spark_analysis.history_parse import (
+    OP_COLUMNS,
     READ_FS,
     REBALANCE_FS,
     SEND_FS,
@@ -131,7 +132,7 @@ def load(
             (r["index"], r["bad_line"])
             for r in bad.select("index", "bad_line").limit(DAMAGED_EXAMPLES).collect()
         )
-    ops = lines.filter(~F.col("damaged")).select("index", "time", "type", "process", "f")
+    ops = lines.filter(~F.col("damaged")).select(*OP_COLUMNS)
 
     # Items exist only for client ops that are not damaged (history_parse.flatten).
     items = rows.filter(F.col("kind") != "op")

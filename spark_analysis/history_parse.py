@@ -52,18 +52,29 @@ MICRO_OPS = ArrayType(_struct(micro_op_fields()))
 # `value` is polymorphic: micro-ops for client ops, any JSON for the nemesis. Reading
 # it straight into the micro-op type parses each line once; a nemesis value that
 # does not fit comes back null (with the line in _corrupt) and is not needed here.
-HISTORY_SCHEMA = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
-        StructField("value", MICRO_OPS),
-        StructField("error", StringType()),
-        StructField("_corrupt", StringType()),
-    ]
-)
+# The fields every line has, whatever its `value`.
+_OP_FIELDS = [
+    StructField("index", LongType()),
+    StructField("time", LongType()),
+    StructField("type", StringType()),
+    StructField("process", StringType()),
+    StructField("f", StringType()),
+]
+OP_COLUMNS = tuple(f.name for f in _OP_FIELDS)
+
+
+def _line_schema(value: DataType) -> StructType:
+    return StructType(
+        [
+            *_OP_FIELDS,
+            StructField("value", value),
+            StructField("error", StringType()),
+            StructField("_corrupt", StringType()),
+        ]
+    )
+
+
+HISTORY_SCHEMA = _line_schema(MICRO_OPS)
 
 SEND_FS = ("send", "txn")
 GROUP_FS = ("process", "commit", "group-offsets", "assign", "revoke", "lost", "crash")
@@ -91,18 +102,7 @@ MICRO_OP_NAMES = _micro_op_names()
 # The same line read leniently, `value` as its JSON text: a line that fails even this
 # is not a JSON object or its index or time is not an integer. Only lines whose value
 # does not fit the micro-ops (the nemesis's) are read again this way.
-LINE_SCHEMA = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
-        StructField("value", StringType()),
-        StructField("error", StringType()),
-        StructField("_corrupt", StringType()),
-    ]
-)
+LINE_SCHEMA = _line_schema(StringType())
 _PERMISSIVE = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
 _BAD_LINE_CHARS = 200
 
@@ -201,11 +201,7 @@ def line_is_damaged(spark: SparkSession, line: str) -> bool:
 # reads without rebuilding the nested micro-ops.
 FLAT_SCHEMA = StructType(
     [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
+        *_OP_FIELDS,
         StructField("damaged", BooleanType()),
         StructField("bad_line", StringType()),
         StructField("kind", StringType()),
@@ -287,18 +283,14 @@ def flatten(parsed: DataFrame) -> DataFrame:
     )
     items = F.flatten(F.transform(F.coalesce(micro, F.array()), _micro_items))
     rows = parsed.select(
-        "index",
-        "time",
-        "type",
-        "process",
-        "f",
+        *OP_COLUMNS,
         "damaged",
         "bad_line",
         F.explode(F.concat(F.array(line_row), items)).alias("it"),
     )
     line_only = F.col("it.kind") == "op"
     return rows.select(
-        *[F.col(c) for c in ("index", "time", "type", "process", "f")],
+        *OP_COLUMNS,
         F.when(line_only, F.col("damaged")).alias("damaged"),
         F.when(line_only, F.col("bad_line")).alias("bad_line"),
         *[F.col(f"it.{name}").alias(name) for name in FLAT_SCHEMA.names[7:]],

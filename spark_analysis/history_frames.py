@@ -117,14 +117,13 @@ def load(
     if raw is None:
         raw = read_json(spark, path)
     rows = raw if "kind" in raw.columns else flatten(raw)
-    if one_task:
-        rows = rows.coalesce(1)
     if not columnar:
         # Parsed once: every frame below is a filter of these rows. Memory and disk,
         # since a large history's rows need not fit the driver's heap.
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    lines = rows.filter(F.col("kind") == "op")
-    bad = lines.filter(F.col("damaged"))
+    # Counted before the rows are put in one partition: the parse then runs on every
+    # core, and the one-task plan reads what it cached.
+    bad = rows.filter((F.col("kind") == "op") & F.col("damaged"))
     damaged = bad.count()
     examples: tuple[tuple[int | None, str], ...] = ()
     if damaged:
@@ -132,6 +131,9 @@ def load(
             (r["index"], r["bad_line"])
             for r in bad.select("index", "bad_line").limit(DAMAGED_EXAMPLES).collect()
         )
+    if one_task:
+        rows = rows.coalesce(1)
+    lines = rows.filter(F.col("kind") == "op")
     ops = lines.filter(~F.col("damaged")).select(*OP_COLUMNS)
 
     # Items exist only for client ops that are not damaged (history_parse.flatten).

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from docker.errors import DockerException
+from kafka_trial.cluster.host import apt_install, can_self_install
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.host import apt_install, can_self_install
 from kafka_trial.contracts.log import log
 
 import docker

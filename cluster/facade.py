@@ -177,12 +177,6 @@ class Cluster:
         owner = self.brokers[dst] if src is None else self.brokers[src]
         return Link(src, dst, kind, owner.toxi, lane)
 
-    def peer_links(self, a: int, b: int) -> Iterator[Link]:
-        """Both directions of replication and quorum traffic between a and b."""
-        for src, dst in ((a, b), (b, a)):
-            for kind in ("internal", "controller"):
-                yield self.link(src, dst, kind)  # type: ignore[arg-type]
-
     def _link(self, link: LinkId) -> Link:
         return self.link(link.src, link.dst, link.kind, link.lane)
 
@@ -203,10 +197,6 @@ class Cluster:
     def remove_toxic(self, link: LinkId, name: str) -> None:
         lk = self._link(link)
         lk.toxi.remove_toxic(lk.proxy, name)
-
-    def heal_network(self) -> None:
-        for b in self.brokers.values():
-            b.toxi.reset()
 
     # --- processes ----------------------------------------------------------------------
 
@@ -230,9 +220,6 @@ class Cluster:
         self.brokers[node].resume()
 
     def wipe_node(self, node: int) -> None:
-        self._provision.wipe(node)
-
-    def wipe_data(self, node: int) -> None:
         self._provision.wipe(node)
 
     def heal_all(self) -> None:

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docker.errors import BuildError, ImageNotFound
+from kafka_trial.cluster import host
+from kafka_trial.cluster.host import apt_install
 from kafka_trial.cluster.settings import ClusterSpec
-from kafka_trial.contracts import host
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.host import apt_install
 from kafka_trial.contracts.log import activity, log
 
 import docker

@@ -272,7 +272,3 @@ def build_package(name: str, settings: NemesisSpec, topic: str) -> Package:
     if name not in BUILDERS:
         raise ValueError(f"unknown nemesis package {name}; choose from {', '.join(PACKAGES)}")
     return BUILDERS[name](settings, topic)
-
-
-def build_packages(settings: NemesisSpec, topic: str) -> dict[str, Package]:
-    return {name: build_package(name, settings, topic) for name in settings.faults}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from kafka_trial.cluster.host import apt_install, can_self_install
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.host import apt_install, can_self_install
 
 
 def ensure_java() -> None:

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_trial.contracts.host import apt_install
+from kafka_trial.cluster.host import apt_install
 
 # Without the background-networking flags Chromium's own traffic (updates, time,
 # accounts) fills the net log; it is told apart below by its isolation key anyway.

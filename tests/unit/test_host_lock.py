@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka_trial.contracts import host
+from kafka_trial.cluster import host
 
 HOLD = """
 import sys, time
-from kafka_trial.contracts.host import host_lock
+from kafka_trial.cluster.host import host_lock
 with host_lock("images", "building the test's images"):
     print("held", flush=True)
     time.sleep(float(sys.argv[1]))

@@ -95,6 +95,101 @@ def _records(rows: DataFrame, op: str, keep: list[str]) -> DataFrame:
     )
 
 
+def _damaged_lines(rows: DataFrame) -> tuple[int, tuple[tuple[int | None, str], ...]]:
+    """How many lines are damaged, and (index, the line's start) of the first few."""
+    bad = rows.filter((F.col("kind") == "op") & F.col("damaged"))
+    damaged = bad.count()
+    if not damaged:
+        return damaged, ()
+    examples = tuple(
+        (r["index"], r["bad_line"])
+        for r in bad.select("index", "bad_line").limit(DAMAGED_EXAMPLES).collect()
+    )
+    return damaged, examples
+
+
+def _open_invokes(ops: DataFrame, invoked: DataFrame) -> tuple[int, DataFrame]:
+    """How many invokes have no completion, and the send items of those among
+    `invoked` (the send invokes' items)."""
+    # The op that completes an invoke is the next op of the same process, so an
+    # invoke without one is its process's last op: an aggregate per process finds
+    # it, where a window sorted every op.
+    open_idx = (
+        ops.filter(F.col("process") != "nemesis")
+        .groupBy("process")
+        .agg(F.max_by("type", "index").alias("last_type"), F.max("index").alias("index"))
+        .filter(F.col("last_type") == "invoke")
+        .select("index")
+    )
+    # At most one per process: a list the driver holds, so finding their invokes is a
+    # filter. A join sorted every send invoke with its micro-ops in a one-task
+    # analysis (2M lines: the sends took 7.7 s to build).
+    open_list = [r["index"] for r in open_idx.limit(_OPEN_LISTED + 1).collect()]
+    if len(open_list) <= _OPEN_LISTED:
+        # One SQL expression: isin() makes a JVM call per value.
+        listed = ",".join(str(int(i)) for i in open_list)
+        open_sends = invoked.filter(F.expr(f"index IN ({listed})") if open_list else F.lit(False))
+        return len(open_list), open_sends
+    open_idx = open_idx.cache()
+    open_invokes = open_idx.count()
+    return open_invokes, invoked.join(_small(open_idx), "index")
+
+
+def _all_sends(completions: DataFrame, open_sends: DataFrame, one_task: bool) -> DataFrame:
+    """Every send with its outcome: the completed ones', then the open invokes'."""
+    completed_sends = _sends(
+        completions.filter(F.col("f").isin(*SEND_FS)),
+        # Inside a txn the op's type is the outcome of every send in it.
+        F.when(F.col("f") == "txn", F.col("type")).otherwise(
+            F.coalesce(F.col("outcome"), F.col("type"))
+        ),
+    )
+    # An invoke with no completion (the history was cut off) is indeterminate.
+    unmatched = _sends(open_sends, F.lit("info")).withColumn("offset", F.lit(None).cast(LongType()))
+    sends = completed_sends.unionByName(unmatched)
+    if one_task:
+        sends = sends.coalesce(1)  # a union is no longer one partition
+    return sends.cache()
+
+
+def _group_offsets(ok: DataFrame) -> DataFrame:
+    return ok.filter(
+        (F.col("f") == "group-offsets") & (F.col("kind") == "offset") & F.col("offset").isNotNull()
+    ).select(
+        F.coalesce(F.col("role"), F.lit("consumer")).alias("role"),
+        "topic",
+        "partition",
+        F.col("offset").alias("committed"),
+    )
+
+
+def _drain_ends(ok: DataFrame) -> DataFrame:
+    return (
+        ok.filter((F.col("f") == "poll") & (F.col("kind") == "end") & (F.col("role") == "drain"))
+        .groupBy("topic", "partition")
+        .agg(F.max("offset").alias("end_offset"))
+    )
+
+
+def _drain_ran(completions: DataFrame) -> bool:
+    # Every micro-op has a row (of kind "micro" if it holds no item).
+    return (
+        completions.filter((F.col("f") == "poll") & (F.col("role") == "drain")).limit(1).count() > 0
+    )
+
+
+def _rebalances(ok: DataFrame) -> DataFrame:
+    return (
+        ok.filter(
+            F.col("f").isin(*REBALANCE_FS)
+            & F.col("op").isin(*REBALANCE_FS)
+            & (F.col("kind") == "partition")
+        )
+        .select("process", "index", "partition")
+        .distinct()
+    )
+
+
 def load(
     spark: SparkSession,
     path: str,
@@ -123,14 +218,7 @@ def load(
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     # Counted before the rows are put in one partition: the parse then runs on every
     # core, and the one-task plan reads what it cached.
-    bad = rows.filter((F.col("kind") == "op") & F.col("damaged"))
-    damaged = bad.count()
-    examples: tuple[tuple[int | None, str], ...] = ()
-    if damaged:
-        examples = tuple(
-            (r["index"], r["bad_line"])
-            for r in bad.select("index", "bad_line").limit(DAMAGED_EXAMPLES).collect()
-        )
+    damaged, examples = _damaged_lines(rows)
     if one_task:
         rows = rows.coalesce(1)
     lines = rows.filter(F.col("kind") == "op")
@@ -139,46 +227,11 @@ def load(
     # Items exist only for client ops that are not damaged (history_parse.flatten).
     items = rows.filter(F.col("kind") != "op")
     invoked = items.filter((F.col("type") == "invoke") & F.col("f").isin(*SEND_FS))
-
-    # The op that completes an invoke is the next op of the same process, so an
-    # invoke without one is its process's last op: an aggregate per process finds
-    # it, where a window sorted every op.
-    open_idx = (
-        ops.filter(F.col("process") != "nemesis")
-        .groupBy("process")
-        .agg(F.max_by("type", "index").alias("last_type"), F.max("index").alias("index"))
-        .filter(F.col("last_type") == "invoke")
-        .select("index")
-    )
-    # At most one per process: a list the driver holds, so finding their invokes is a
-    # filter. A join sorted every send invoke with its micro-ops in a one-task
-    # analysis (2M lines: the sends took 7.7 s to build).
-    open_list = [r["index"] for r in open_idx.limit(_OPEN_LISTED + 1).collect()]
-    if len(open_list) <= _OPEN_LISTED:
-        open_invokes = len(open_list)
-        # One SQL expression: isin() makes a JVM call per value.
-        listed = ",".join(str(int(i)) for i in open_list)
-        open_sends = invoked.filter(F.expr(f"index IN ({listed})") if open_list else F.lit(False))
-    else:
-        open_idx = open_idx.cache()
-        open_invokes = open_idx.count()
-        open_sends = invoked.join(_small(open_idx), "index")
+    open_invokes, open_sends = _open_invokes(ops, invoked)
 
     attempted = invoked.filter(F.col("kind") == "send").select("value").distinct().cache()
     completions = items.filter(F.col("type").isin("ok", "fail", "info"))
-    completed_sends = _sends(
-        completions.filter(F.col("f").isin(*SEND_FS)),
-        # Inside a txn the op's type is the outcome of every send in it.
-        F.when(F.col("f") == "txn", F.col("type")).otherwise(
-            F.coalesce(F.col("outcome"), F.col("type"))
-        ),
-    )
-    # An invoke with no completion (the history was cut off) is indeterminate.
-    unmatched = _sends(open_sends, F.lit("info")).withColumn("offset", F.lit(None).cast(LongType()))
-    sends = completed_sends.unionByName(unmatched)
-    if one_task:
-        sends = sends.coalesce(1)  # a union is no longer one partition
-    sends = sends.cache()
+    sends = _all_sends(completions, open_sends, one_task)
 
     # Every record a poll micro-op returned, with the op's type and the poll's role
     # ("drain" for the final drain); only ok ops' records count as reads.
@@ -195,32 +248,6 @@ def load(
     processed = _records(ok.filter(F.col("f") == "process"), "process", ["index", "process"]).drop(
         "rpos"
     )
-    group_offsets = ok.filter(
-        (F.col("f") == "group-offsets") & (F.col("kind") == "offset") & F.col("offset").isNotNull()
-    ).select(
-        F.coalesce(F.col("role"), F.lit("consumer")).alias("role"),
-        "topic",
-        "partition",
-        F.col("offset").alias("committed"),
-    )
-    drain_ends = (
-        ok.filter((F.col("f") == "poll") & (F.col("kind") == "end") & (F.col("role") == "drain"))
-        .groupBy("topic", "partition")
-        .agg(F.max("offset").alias("end_offset"))
-    )
-    # Every micro-op has a row (of kind "micro" if it holds no item).
-    drain_ran = (
-        completions.filter((F.col("f") == "poll") & (F.col("role") == "drain")).limit(1).count() > 0
-    )
-    rebalances = (
-        ok.filter(
-            F.col("f").isin(*REBALANCE_FS)
-            & F.col("op").isin(*REBALANCE_FS)
-            & (F.col("kind") == "partition")
-        )
-        .select("process", "index", "partition")
-        .distinct()
-    )
     return Frames(
         ops,
         damaged,
@@ -229,11 +256,11 @@ def load(
         sends,
         reads,
         processed,
-        group_offsets,
-        rebalances,
+        _group_offsets(ok),
+        _rebalances(ok),
         txn_polls,
-        drain_ends,
-        drain_ran,
+        _drain_ends(ok),
+        _drain_ran(completions),
         examples,
         one_task,
     )

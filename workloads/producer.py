@@ -105,18 +105,7 @@ class ProducerWorker:
             while True:
                 stopping = self.ctx.stop.is_set()
                 if not stopping and crash_at is None:
-                    while idle:
-                        micro = self._resend[0] if self._resend else None
-                        if not pacer.take(len(micro) if micro else spec.batch):
-                            break
-                        if micro is not None:
-                            self._resend.popleft()
-                        op = self._start(client, idle.pop(), micro)
-                        inflight.append(op)
-                        if rng.random() < crash_chance:
-                            # The crash comes somewhere inside the round trip.
-                            crash_at = time.monotonic() + rng.uniform(0, 0.03)
-                            break
+                    crash_at = self._start_idle(client, idle, inflight, pacer, rng, crash_chance)
                 if not inflight:
                     if stopping:
                         return
@@ -136,11 +125,7 @@ class ProducerWorker:
                     # A fatal error (e.g. the idempotent producer's sequence
                     # desynchronised after an unclean election) ends this client.
                     fatal = e.args[0].name()
-                while self._done:
-                    op = self._done.popleft()
-                    if not op.closed:
-                        inflight.remove(op)
-                        idle.append(self._complete(op, None))
+                self._complete_reported(inflight, idle)
                 now = time.monotonic()
                 ended = fatal or ("client crashed" if crash_at and now >= crash_at else None)
                 if ended:
@@ -163,6 +148,38 @@ class ProducerWorker:
             for op in inflight:
                 self._complete(op, "worker stopped")
             abandon(client.producer)
+
+    def _start_idle(
+        self,
+        client: _Client,
+        idle: list[int],
+        inflight: list[_SendOp],
+        pacer: Pacer,
+        rng: random.Random,
+        crash_chance: float,
+    ) -> float | None:
+        """Start an op on each idle process the rate allows, resends first. Returns
+        the time the client is to crash if one of those ops drew a crash, else None."""
+        while idle:
+            micro = self._resend[0] if self._resend else None
+            if not pacer.take(len(micro) if micro else self.spec.batch):
+                return None
+            if micro is not None:
+                self._resend.popleft()
+            inflight.append(self._start(client, idle.pop(), micro))
+            if rng.random() < crash_chance:
+                # The crash comes somewhere inside the round trip.
+                return time.monotonic() + rng.uniform(0, 0.03)
+        return None
+
+    def _complete_reported(self, inflight: list[_SendOp], idle: list[int]) -> None:
+        """Complete the ops every send of which has its delivery report; their
+        processes (or their successors) go idle."""
+        while self._done:
+            op = self._done.popleft()
+            if not op.closed:
+                inflight.remove(op)
+                idle.append(self._complete(op, None))
 
     def _start(self, client: _Client, process: int, resend: list[Send] | None) -> _SendOp:
         """Invoke an op of fresh values (or of `resend`), then produce its values."""

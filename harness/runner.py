@@ -28,12 +28,13 @@ from kafka_trial.cluster.timeline import StateTimeline
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import activity, guarded, log, status
+from kafka_trial.harness.run_record import RunRecord
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster
 from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.runner import NemesisRunner
-from kafka_trial.nemesis.schedule import schedule
+from kafka_trial.nemesis.schedule import Step, schedule
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
 from kafka_trial.workloads.session import WorkloadSession
@@ -123,76 +124,127 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
     """One run. With `warm`, the run takes the warm cluster if its broker side fits
     (with fresh topic names, recorded in spec.json) and gives it back healed if the
     run ends healthy; without, it starts its own cluster and removes it."""
-    (run_dir / "spec.json").write_text(spec.to_json())
-    phases: dict[str, float] = {}
-    t = time.monotonic()
-    t_wall = time.time()
-
-    def phase(name: str) -> None:
-        nonlocal t
-        now = time.monotonic()
-        phases[name] = round(now - t, 3)
-        t = now
-
-    client = ensure_engine()
-    images = ensure_images(client, spec.cluster)
-    cluster = warm.take(spec.cluster) if warm is not None else None
-    reused = cluster is not None
-    if cluster is not None and warm is not None:
-        name = warm.topic_name(spec.topic.name)
-        if name != spec.topic.name:
-            spec = spec.model_copy(update={"topic": spec.topic.model_copy(update={"name": name})})
-            (run_dir / "spec.json").write_text(spec.to_json())
-        # Group and transactional ids derive from this: none may be an earlier run's.
-        client_run_id = f"{cluster.run_id}-r{warm.runs + 1}"
-    else:
-        cluster = Cluster(client, spec.cluster, images)
-        client_run_id = cluster.run_id
-    phase("setup")
-    steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
-    (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in steps], indent=1))
-
-    history = HistoryWriter(run_dir / "history.jsonl")
-    ctx = ClientContext(
-        history,
-        cluster.bootstrap_for,
-        seed=spec.seed,
-        run_id=client_run_id,
-        logger=_client_logger(run_dir),
-    )
-    session = WorkloadSession(
-        plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), ctx
-    )
-    nemesis_stop = threading.Event()  # no new fault steps
-    sampling = threading.Event()  # the timeline outlives the fault phase, up to the drain's end
-    observers: list[threading.Thread] = []
-    faults = Nemesis(cluster, history, spec.nemesis, spec.topic.name)
-    nemesis = NemesisRunner(faults, steps, nemesis_stop)
-    info: dict[str, Any] = {
-        "kafka_version": images.kafka_version,
-        "kafka_image": images.kafka,
-        "toxiproxy_image": images.toxiproxy,
-        "cluster_run_id": cluster.run_id,
-        "warm_cluster": reused,
-    }
-    ops_per_s = acked_per_s = 0.0
-    drain_complete = False
-    healthy = False
-    completed = False
+    r = _Run(spec, run_dir, warm)
     try:
         with signals_interrupt():
-            if not reused:
+            r.cluster_ready()
+            r.load()
+            r.final_heal()
+            r.drain()
+            r.completed = True
+    finally:
+        with signals_deferred():
+            r.teardown()
+    return r.outcome()
+
+
+class _Run:
+    """One run's phases, and what each hands on to the next. A phase writes its own
+    files and fills its own fields of the record; run.json, written last whatever
+    happened, names the phase an exception or an interrupt ended the run in.
+
+    The constructor (set up, schedule, and the clients and nemesis built but not
+    started) runs before the run's try: what fails there leaves no run.json."""
+
+    spec: RunSpec  # on a warm cluster, with the fresh topic name
+    cluster: Cluster
+    client_run_id: str
+    record: RunRecord
+    steps: list[Step]
+
+    def __init__(self, spec: RunSpec, run_dir: Path, warm: WarmCluster | None) -> None:
+        self.run_dir = run_dir
+        self.warm = warm
+        self.current_phase = "setup"
+        self._t = time.monotonic()
+        self.t_wall = time.time()
+        with self._phase("setup"):
+            self._set_up(spec)
+        self._write_schedule()
+        self._build()
+        self.load_s = 0.0
+        self.healthy = False
+        self.drain_complete = False
+        self.completed = False
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """A phase's time counts from the end of the one before."""
+        self.current_phase = name
+        yield
+        now = time.monotonic()
+        self.record.phases[name] = round(now - self._t, 3)
+        self._t = now
+
+    def _set_up(self, spec: RunSpec) -> None:
+        (self.run_dir / "spec.json").write_text(spec.to_json())
+        client = ensure_engine()
+        images = ensure_images(client, spec.cluster)
+        warm = self.warm
+        cluster = warm.take(spec.cluster) if warm is not None else None
+        reused = cluster is not None
+        if cluster is not None and warm is not None:
+            name = warm.topic_name(spec.topic.name)
+            if name != spec.topic.name:
+                spec = spec.model_copy(
+                    update={"topic": spec.topic.model_copy(update={"name": name})}
+                )
+                (self.run_dir / "spec.json").write_text(spec.to_json())
+            # Group and transactional ids derive from this: none may be an earlier run's.
+            client_run_id = f"{cluster.run_id}-r{warm.runs + 1}"
+        else:
+            cluster = Cluster(client, spec.cluster, images)
+            client_run_id = cluster.run_id
+        self.spec, self.cluster, self.client_run_id = spec, cluster, client_run_id
+        self.record = RunRecord(
+            kafka_version=images.kafka_version,
+            kafka_image=images.kafka,
+            toxiproxy_image=images.toxiproxy,
+            cluster_run_id=cluster.run_id,
+            warm_cluster=reused,
+        )
+
+    def _write_schedule(self) -> None:
+        spec = self.spec
+        self.steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
+        text = json.dumps([s.to_dict() for s in self.steps], indent=1)
+        (self.run_dir / "schedule.json").write_text(text)
+
+    def _build(self) -> None:
+        spec = self.spec
+        self.history = HistoryWriter(self.run_dir / "history.jsonl")
+        self.ctx = ClientContext(
+            self.history,
+            self.cluster.bootstrap_for,
+            seed=spec.seed,
+            run_id=self.client_run_id,
+            logger=_client_logger(self.run_dir),
+        )
+        self.session = WorkloadSession(
+            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), self.ctx
+        )
+        self.nemesis_stop = threading.Event()  # no new fault steps
+        # The timeline outlives the fault phase, up to the drain's end.
+        self.sampling = threading.Event()
+        self.observers: list[threading.Thread] = []
+        self.faults = Nemesis(self.cluster, self.history, spec.nemesis, spec.topic.name)
+        self.nemesis = NemesisRunner(self.faults, self.steps, self.nemesis_stop)
+
+    def cluster_ready(self) -> None:
+        spec, cluster = self.spec, self.cluster
+        with self._phase("cluster_ready"):
+            if not self.record.warm_cluster:
                 with activity(f"starting {spec.cluster.brokers} brokers and their proxies"):
                     cluster.start()
-                if warm is not None:
-                    warm.note_started()
+                if self.warm is not None:
+                    self.warm.note_started()
             # What `kafka-trial finish` needs to find this cluster if the run is killed.
-            described = {**cluster.describe(), "client_run_id": client_run_id}
-            (run_dir / "cluster.json").write_text(json.dumps(described, indent=1))
+            described = {**cluster.describe(), "client_run_id": self.client_run_id}
+            (self.run_dir / "cluster.json").write_text(json.dumps(described, indent=1))
             with activity("waiting for every broker to register"):
                 cluster.await_registered(spec.cluster.startup_timeout_s)
             # The producers write the run's topic, so it comes first.
-            for topic in session.topics():
+            for topic in self.session.topics():
                 cluster.create_topic(topic)
                 with activity(f"waiting for {topic.name} to be fully in sync"):
                     in_sync = cluster.await_in_sync(topic.name, spec.cluster.startup_timeout_s)
@@ -201,82 +253,102 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
                         f"topic {topic.name} never became fully in sync",
                         "read logs/kafka-N.log in the run directory",
                     )
-            phase("cluster_ready")
-            log(f"cluster ready: {cluster.bootstrap}")
-            timeline = StateTimeline(
-                cluster, spec.topic.name, history, run_dir / "cluster-state.jsonl", sampling
-            )
-            observers.append(
-                threading.Thread(target=guarded(timeline.run), name="state-timeline", daemon=True)
-            )
-            observers[-1].start()
+        log(f"cluster ready: {cluster.bootstrap}")
+
+    def load(self) -> None:
+        """The clients' load through the fault phase and the quiet spell after it."""
+        spec = self.spec
+        with self._phase("fault_phase"):
+            self._observe()
             nemesis_thread = threading.Thread(
-                target=guarded(nemesis.run), name="nemesis", daemon=True
+                target=guarded(self.nemesis.run), name="nemesis", daemon=True
             )
             t_load = time.monotonic()
-            session.start()
+            self.session.start()
             nemesis_thread.start()
-            n_faults = sum(s.action == "fault" for s in steps)
+            n_faults = sum(s.action == "fault" for s in self.steps)
             log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
-            _fault_phase(nemesis_stop, spec.duration_s, history, faults)
-            nemesis_stop.set()
+            _fault_phase(self.nemesis_stop, spec.duration_s, self.history, self.faults)
+            self.nemesis_stop.set()
             # A fault in progress finishes first (it may block, e.g. waiting for an ISR
             # shrink, but never forever), and the clients keep writing through it and
             # for a quiet spell after: what a fault did shows in what comes after it.
             nemesis_thread.join(spec.nemesis.fault_s + 180)
             # The quiet spell counts from the last fault or heal: the fault phase often
             # ends with one already, and a run without faults has nothing to follow up.
-            calm_s = nemesis.calm_s()
+            calm_s = self.nemesis.calm_s()
             if calm_s is not None:
-                ctx.stop.wait(max(0.0, spec.nemesis.quiet_s - calm_s))
-            session.stop()
-            load_s = time.monotonic() - t_load
-            phase("fault_phase")
+                self.ctx.stop.wait(max(0.0, spec.nemesis.quiet_s - calm_s))
+            self.session.stop()
+            self.load_s = time.monotonic() - t_load
+
+    def _observe(self) -> None:
+        timeline = StateTimeline(
+            self.cluster,
+            self.spec.topic.name,
+            self.history,
+            self.run_dir / "cluster-state.jsonl",
+            self.sampling,
+        )
+        self.observers.append(
+            threading.Thread(target=guarded(timeline.run), name="state-timeline", daemon=True)
+        )
+        self.observers[-1].start()
+
+    def final_heal(self) -> None:
+        with self._phase("final_heal"):
             with activity("final heal: waiting for the cluster to be healthy"):
-                health = nemesis.final_heal(spec.topic.name, spec.cluster.startup_timeout_s)
-            healthy = bool(health.get("healthy"))
-            phase("final_heal")
+                health = self.nemesis.final_heal(
+                    self.spec.topic.name, self.spec.cluster.startup_timeout_s
+                )
+            self.healthy = bool(health.get("healthy"))
+
+    def drain(self) -> None:
+        with self._phase("drain"):
             log("final drain")
             with activity("final drain: reading every partition to its end"):
-                summary = session.finish(spec.drain)
-            drain_complete = summary.complete
-            info.update(summary.to_dict())
-            phase("drain")
-            ops_per_s = summary.send_ops / load_s if load_s > 0 else 0.0
-            info["faults"] = nemesis.faults_done
-            info["history_ops"] = history.lines_written
-            info["history_ops_per_s"] = round(history.lines_written / load_s, 1)
-            # Acknowledged during the load phase: the drain adds none.
-            acked_per_s = summary.values_acked / load_s if load_s > 0 else 0.0
-            info["values_acked_per_s"] = round(acked_per_s, 1)
-            completed = True
-    finally:
-        with signals_deferred():
-            nemesis_stop.set()
-            ctx.stop.set()
-            sampling.set()
-            keep = warm is not None and completed and healthy
-            _finish(
-                cluster,
-                history,
-                faults.rec,
-                run_dir,
-                session.threads + observers,
-                since=t_wall if reused else None,
-                release=_releaser(cluster, warm, [t.name for t in session.topics()], keep),
-            )
-            info["phases"] = phases
-            info["ops_per_s"] = round(ops_per_s, 1)
-            (run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
-    return RunOutcome(
-        run_dir,
-        info.get("send_ops", 0),
-        ops_per_s,
-        phases,
-        drain_complete,
-        healthy,
-        acked_per_s,
-    )
+                summary = self.session.finish(self.spec.drain)
+            self.drain_complete = summary.complete
+            self.record.drain_summary = summary.to_dict()
+        rec, load_s = self.record, self.load_s
+        rec.ops_per_s = summary.send_ops / load_s if load_s > 0 else 0.0
+        rec.faults = self.nemesis.faults_done
+        rec.history_ops = self.history.lines_written
+        rec.history_ops_per_s = self.history.lines_written / load_s
+        # Acknowledged during the load phase: the drain adds none.
+        rec.values_acked_per_s = summary.values_acked / load_s if load_s > 0 else 0.0
+
+    def teardown(self) -> None:
+        """Stop everything, clean up (see _finish), and write run.json last."""
+        if not self.completed:
+            self.record.failed_phase = self.current_phase
+        self.nemesis_stop.set()
+        self.ctx.stop.set()
+        self.sampling.set()
+        keep = self.warm is not None and self.completed and self.healthy
+        topics = [t.name for t in self.session.topics()]
+        _finish(
+            self.cluster,
+            self.history,
+            self.faults.rec,
+            self.run_dir,
+            self.session.threads + self.observers,
+            since=self.t_wall if self.record.warm_cluster else None,
+            release=_releaser(self.cluster, self.warm, topics, keep),
+        )
+        (self.run_dir / "run.json").write_text(self.record.to_json())
+
+    def outcome(self) -> RunOutcome:
+        rec = self.record
+        return RunOutcome(
+            self.run_dir,
+            rec.send_ops,
+            rec.ops_per_s,
+            rec.phases,
+            self.drain_complete,
+            self.healthy,
+            rec.values_acked_per_s or 0.0,
+        )
 
 
 def _fault_phase(

@@ -18,30 +18,39 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import queue
 import shutil
+import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kafka_trial.checkers.verdict import exit_code
+from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.log import status_muted
+from kafka_trial.contracts.log import activity, status_muted
 from kafka_trial.contracts.settings import Frozen
-from kafka_trial.harness.presets import CLAIMS, preset
-from kafka_trial.harness.spec import RunSpec, _merge, build_spec
-from kafka_trial.harness.warm_cluster import broker_side
+from kafka_trial.harness.presets import preset
+from kafka_trial.harness.runner import run, signals_deferred, signals_interrupt
+from kafka_trial.harness.spec import RunSpec, build_spec, merge_config
+from kafka_trial.harness.warm_cluster import WarmCluster, broker_side
+from kafka_trial.report.campaign import (
+    CAMPAIGN_FILE,
+    CampaignRun,
+    CampaignState,
+    savings_line,
+    summary_table,
+    write_index,
+)
+from kafka_trial.report.judge import judge
+from kafka_trial.report.junit import write_junit
+from kafka_trial.spark_analysis.session import spark_session
 from pydantic import Field, ValidationError
-
-CAMPAIGN_FILE = "campaign.json"
 
 
 class CampaignSpec(Frozen):
@@ -70,6 +79,7 @@ class CampaignSpec(Frozen):
 class Entry:
     key: str  # the run directory's name in the campaign directory
     config: dict[str, Any]
+    source: str = ""  # the preset or config file it came from
 
 
 def config_path(source: str, origin: Path | None) -> Path:
@@ -110,7 +120,7 @@ def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
             over.setdefault("cluster", {})["kafka_version"] = version
         if nem is not None:
             over.setdefault("nemesis", {})["faults"] = [x for x in nem.split(",") if x]
-        config = _merge(_merge(base, spec.overrides), over)
+        config = merge_config(merge_config(base, spec.overrides), over)
         parts = [label]
         if nem is not None:
             parts.append(nem.replace(",", "+") or "no-faults")
@@ -122,7 +132,7 @@ def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
             build_spec(config, source=key)
         except TrialError as e:
             problems.append(e.problem)
-        out.append(Entry(key, config))
+        out.append(Entry(key, config, source))
     if problems:
         raise TrialError("; ".join(problems), "fix the campaign's runs named above")
     if len({e.key for e in out}) != len(out):
@@ -163,9 +173,9 @@ def load_campaign(path: str | Path | None, over: dict[str, Any]) -> CampaignSpec
 # ---------------------------------------------------------------- running
 
 
-RunOne = Callable[[RunSpec, Path], dict[str, Any] | None]
-# Judges a run directory that run_one filled: its results.json, as analyze returns it.
-Judge = Callable[[Path], dict[str, Any]]
+RunOne = Callable[[RunSpec, Path], Results | None]
+# Judges a run directory that run_one filled, as analyze does.
+Judge = Callable[[Path], Results]
 
 
 def worst(codes: list[int]) -> int:
@@ -174,19 +184,6 @@ def worst(codes: list[int]) -> int:
         if c in codes:
             return c
     return 0
-
-
-def _summary(results: dict[str, Any]) -> dict[str, Any]:
-    an = results.get("anomalies", {})
-    seen = {n: a["count"] for n, a in an.items() if a.get("count")}
-    allowed = set(results.get("allowed", []))
-    return {
-        "valid": results.get("valid"),
-        "forbidden": {n: c for n, c in seen.items() if n not in allowed},
-        "allowed": {n: c for n, c in seen.items() if n in allowed},
-        "problems": results.get("problems", []),
-        "acked": (results.get("stats") or {}).get("send_outcomes", {}).get("ok", 0),
-    }
 
 
 def _settings(spec: RunSpec) -> str:
@@ -198,17 +195,155 @@ def _settings(spec: RunSpec) -> str:
     )
 
 
-def _save(camp_dir: Path, state: dict[str, Any]) -> None:
-    tmp = camp_dir / (CAMPAIGN_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, default=str))
-    os.replace(tmp, camp_dir / CAMPAIGN_FILE)
-
-
 def new_campaign_dir(runs_dir: Path, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     d = runs_dir / f"{stamp}-campaign-{name}"
     d.mkdir(parents=True, exist_ok=False)
     return d
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    results: Results | None
+    error: BaseException | None
+    seconds: float
+
+
+class _Campaign:
+    """One campaign's progress: the matrix, the typed record of every run, and the
+    judging thread. Only this (main) thread writes campaign.json."""
+
+    def __init__(
+        self,
+        spec: CampaignSpec,
+        camp_dir: Path,
+        origin: Path | None,
+        resume: bool,
+        say: Callable[[str], None],
+        judge: Judge | None,
+    ) -> None:
+        self.matrix = entries(spec, origin)
+        self.camp_dir = camp_dir
+        self.say = say
+        saved = resume and (camp_dir / CAMPAIGN_FILE).is_file()
+        self.state = (
+            CampaignState.load(camp_dir)
+            if saved
+            else CampaignState(spec=spec.model_dump(mode="json"))
+        )
+        self.state.status = "running"
+        self.state.order = [e.key for e in self.matrix]
+        self.save()
+        self.judging = _Judging(judge) if judge is not None else None
+
+    def save(self) -> None:
+        self.state.save(self.camp_dir)
+
+    def record(self, key: str, rec: CampaignRun, outcome: _Outcome) -> None:
+        if outcome.results is not None:
+            rec.judged(outcome.results)
+        elif isinstance(outcome.error, TrialError):
+            rec.failed("setup problem", outcome.error.one_line())
+        else:
+            # A bug in one run must not cost the runs after it; it still fails the
+            # campaign, and its traceback went to stderr for the bug report.
+            err = outcome.error
+            rec.failed("error", f"{type(err).__name__}: {err}")
+        rec.time_s = round((rec.run_s or 0) + outcome.seconds, 1)
+        self.state.runs[key] = rec
+        self.save()
+
+    def collect(self, wait: bool) -> None:
+        assert self.judging is not None
+        for key, outcome in self.judging.finished(wait):
+            rec = self.state.runs[key].model_copy()
+            rec.judge_s = round(outcome.seconds, 1)
+            self.record(key, rec, outcome)
+            took = f"ran {rec.run_s or 0:.0f}s, judged {outcome.seconds:.0f}s"
+            self.say(f"    {key}: {rec.verdict} ({took})")
+
+    def _skip(self, i: int, e: Entry) -> bool:
+        """A run this campaign finished before (--resume) is not run again."""
+        done = self.state.runs.get(e.key)
+        n = len(self.matrix)
+        if done is not None and done.status == "done":
+            self.say(f"[{i}/{n}] {e.key}: done before, {done.verdict}")
+            return True
+        if done is not None and done.status == "ran" and self.judging is not None:
+            self.say(f"[{i}/{n}] {e.key}: ran before, judging it")
+            self.judging.submit(e.key, self.camp_dir / e.key)
+            return True
+        return False
+
+    def _fresh_dir(self, key: str) -> Path:
+        run_dir = self.camp_dir / key
+        if run_dir.exists():
+            # An interrupted attempt: keep its history beside the new one.
+            n = sum(1 for _ in self.camp_dir.glob(f"{key}.interrupted-*"))
+            shutil.move(str(run_dir), str(self.camp_dir / f"{key}.interrupted-{n + 1}"))
+        run_dir.mkdir()
+        return run_dir
+
+    def run_entry(self, i: int, e: Entry, run_one: RunOne) -> None:
+        if self._skip(i, e):
+            return
+        run_dir = self._fresh_dir(e.key)
+        run_spec = build_spec(e.config, source=e.key)
+        self.say(f"[{i}/{len(self.matrix)}] {e.key}: {_settings(run_spec)}")
+        t0 = time.monotonic()
+        rec = CampaignRun(
+            run_dir=e.key, settings=_settings(run_spec), name=run_spec.name, source=e.source
+        )
+        self.state.runs[e.key] = rec
+        self.save()
+        try:
+            results = run_one(run_spec, run_dir)
+        except KeyboardInterrupt:
+            rec.status, rec.time_s = "interrupted", round(time.monotonic() - t0, 1)
+            self.state.status = "interrupted"
+            self.save()
+            raise
+        except Exception as err:
+            if not isinstance(err, TrialError):
+                traceback.print_exc()
+            rec.run_s = round(time.monotonic() - t0, 1)
+            self.record(e.key, rec, _Outcome(None, err, 0.0))
+            self.say(f"    {rec.verdict} in {rec.time_s:.0f}s")
+            return
+        rec.run_s = round(time.monotonic() - t0, 1)
+        rec.warm_cluster, rec.cluster_ready_s = _cluster_use(run_dir)
+        if self.judging is None:
+            self.record(e.key, rec, _Outcome(results, None, 0.0))
+            self.say(f"    {rec.verdict} in {rec.time_s:.0f}s")
+            return
+        rec.status = "ran"
+        self.save()
+        self.judging.submit(e.key, run_dir)
+
+    def run(self, run_one: RunOne) -> CampaignState:
+        try:
+            for i, e in enumerate(self.matrix, 1):
+                if self.judging is not None:
+                    self.collect(wait=False)
+                self.run_entry(i, e, run_one)
+            while self.judging is not None and self.judging.pending:
+                self.collect(wait=True)
+        except KeyboardInterrupt:
+            if self.judging is not None:
+                self.collect(wait=False)  # what was judged by now is kept
+            self.state.status = "interrupted"
+            self.save()
+            raise
+        finally:
+            if self.judging is not None:
+                self.judging.stop()
+        self.state.status = "done"
+        self.state.clusters = cluster_savings(self.state)
+        self.state.exit_code = worst(
+            [r.code for r in self.state.runs.values() if r.code is not None]
+        )
+        self.save()
+        return self.state
 
 
 def run_campaign(
@@ -219,7 +354,7 @@ def run_campaign(
     resume: bool = False,
     say: Callable[[str], None] = print,
     judge: Judge | None = None,
-) -> dict[str, Any]:
+) -> CampaignState:
     """Run every entry not already done; campaign.json after each. Returns the state.
 
     With `judge`, `run_one` only runs (its return value is ignored) and each finished
@@ -230,117 +365,7 @@ def run_campaign(
     A KeyboardInterrupt (Ctrl-C, SIGTERM) ends the campaign after the run in progress
     has healed and cleaned up; the state then says `interrupted`. A run that ended but
     was not judged yet stays `ran`, and --resume judges it without running it again."""
-    matrix = entries(spec, origin)
-    path = camp_dir / CAMPAIGN_FILE
-    state: dict[str, Any] = (
-        json.loads(path.read_text())
-        if resume and path.is_file()
-        else {"spec": spec.model_dump(), "runs": {}}
-    )
-    state["status"] = "running"
-    state["order"] = [e.key for e in matrix]
-    _save(camp_dir, state)
-    judging = _Judging(judge) if judge is not None else None
-
-    def record(key: str, rec: dict[str, Any], outcome: _Outcome) -> None:
-        if outcome.results is not None:
-            rec.update(_summary(outcome.results), status="done")
-            rec["code"] = exit_code(outcome.results.get("valid"))
-            rec["verdict"] = {0: "valid", 1: "INVALID", 2: "unknown"}[rec["code"]]
-        elif isinstance(outcome.error, TrialError):
-            rec.update(
-                status="done", code=3, verdict="setup problem", error=outcome.error.one_line()
-            )
-        else:
-            # A bug in one run must not cost the runs after it; it still fails the
-            # campaign, and its traceback went to stderr for the bug report.
-            err = outcome.error
-            rec.update(status="done", code=3, verdict="error", error=f"{type(err).__name__}: {err}")
-        rec["time_s"] = round(rec.get("run_s", 0) + outcome.seconds, 1)
-        state["runs"][key] = rec
-        _save(camp_dir, state)
-
-    def collect(wait: bool) -> None:
-        assert judging is not None
-        for key, outcome in judging.finished(wait):
-            rec = {**state["runs"][key], "judge_s": round(outcome.seconds, 1)}
-            record(key, rec, outcome)
-            took = f"ran {rec['run_s']:.0f}s, judged {outcome.seconds:.0f}s"
-            say(f"    {key}: {rec['verdict']} ({took})")
-
-    try:
-        for i, e in enumerate(matrix, 1):
-            if judging is not None:
-                collect(wait=False)
-            done = state["runs"].get(e.key)
-            if done and done.get("status") == "done":
-                say(f"[{i}/{len(matrix)}] {e.key}: done before, {done.get('verdict')}")
-                continue
-            if done and done.get("status") == "ran" and judging is not None:
-                say(f"[{i}/{len(matrix)}] {e.key}: ran before, judging it")
-                judging.submit(e.key, camp_dir / e.key)
-                continue
-            run_dir = camp_dir / e.key
-            if run_dir.exists():
-                # An interrupted attempt: keep its history beside the new one.
-                n = sum(1 for p in camp_dir.glob(f"{e.key}.interrupted-*"))
-                shutil.move(str(run_dir), str(camp_dir / f"{e.key}.interrupted-{n + 1}"))
-            run_dir.mkdir()
-            run_spec = build_spec(e.config, source=e.key)
-            say(f"[{i}/{len(matrix)}] {e.key}: {_settings(run_spec)}")
-            t0 = time.monotonic()
-            rec: dict[str, Any] = {"run_dir": e.key, "settings": _settings(run_spec)}
-            state["runs"][e.key] = {**rec, "status": "running"}
-            _save(camp_dir, state)
-            try:
-                results = run_one(run_spec, run_dir)
-            except KeyboardInterrupt:
-                rec.update(status="interrupted", time_s=round(time.monotonic() - t0, 1))
-                state["runs"][e.key] = rec
-                state["status"] = "interrupted"
-                _save(camp_dir, state)
-                raise
-            except Exception as err:
-                if not isinstance(err, TrialError):
-                    traceback.print_exc()
-                rec["run_s"] = round(time.monotonic() - t0, 1)
-                record(e.key, rec, _Outcome(None, err, 0.0))
-                say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
-                continue
-            rec["run_s"] = round(time.monotonic() - t0, 1)
-            rec.update(_cluster_use(run_dir))
-            if judging is None:
-                record(e.key, rec, _Outcome(results, None, 0.0))
-                say(f"    {rec['verdict']} in {rec['time_s']:.0f}s")
-                continue
-            rec["status"] = "ran"
-            state["runs"][e.key] = rec
-            _save(camp_dir, state)
-            judging.submit(e.key, run_dir)
-        if judging is not None:
-            while judging.pending:
-                collect(wait=True)
-    except KeyboardInterrupt:
-        if judging is not None:
-            collect(wait=False)  # what was judged by now is kept
-        state["status"] = "interrupted"
-        _save(camp_dir, state)
-        raise
-    finally:
-        if judging is not None:
-            judging.stop()
-    state["status"] = "done"
-    state["clusters"] = cluster_savings(state)
-    state["exit_code"] = worst([r["code"] for r in state["runs"].values() if "code" in r])
-    _save(camp_dir, state)
-    return state
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    results: dict[str, Any] | None
-    error: BaseException | None
-    seconds: float
+    return _Campaign(spec, camp_dir, origin, resume, say, judge).run(run_one)
 
 
 class _Judging:
@@ -392,117 +417,95 @@ class _Judging:
                 self._done.put((key, _Outcome(results, error, time.monotonic() - t0)))
 
 
-def _cluster_use(run_dir: Path) -> dict[str, Any]:
+def _cluster_use(run_dir: Path) -> tuple[bool | None, float | None]:
     """Whether the run had a warm cluster, and what getting it ready cost."""
     try:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
-        return {}
-    return {
-        "warm_cluster": bool(info.get("warm_cluster")),
-        "cluster_ready_s": (info.get("phases") or {}).get("cluster_ready"),
-    }
+        return None, None
+    return bool(info.get("warm_cluster")), (info.get("phases") or {}).get("cluster_ready")
 
 
-def cluster_savings(state: dict[str, Any]) -> dict[str, Any]:
+def cluster_savings(state: CampaignState) -> dict[str, Any]:
     """How many runs had a warm cluster, and the set-up time they saved: a warm run's
     readiness (its topics in sync) against the mean of the cold starts in this campaign."""
-    runs = [r for r in state["runs"].values() if r.get("cluster_ready_s") is not None]
-    cold = [r["cluster_ready_s"] for r in runs if not r.get("warm_cluster")]
-    warm = [r["cluster_ready_s"] for r in runs if r.get("warm_cluster")]
+    runs = [r for r in state.runs.values() if r.cluster_ready_s is not None]
+    cold = [r.cluster_ready_s for r in runs if not r.warm_cluster]
+    warm = [r.cluster_ready_s for r in runs if r.warm_cluster]
     out: dict[str, Any] = {"runs": len(runs), "started": len(cold), "warm": len(warm)}
     if cold and warm:
-        mean_cold = sum(cold) / len(cold)
+        mean_cold = sum(cold) / len(cold)  # type: ignore[arg-type]
         out["mean_cold_ready_s"] = round(mean_cold, 1)
-        out["mean_warm_ready_s"] = round(sum(warm) / len(warm), 1)
-        out["saved_s"] = round(sum(mean_cold - w for w in warm), 1)
+        out["mean_warm_ready_s"] = round(sum(warm) / len(warm), 1)  # type: ignore[arg-type]
+        out["saved_s"] = round(sum(mean_cold - w for w in warm), 1)  # type: ignore[operator]
     return out
 
 
-def savings_line(clusters: dict[str, Any]) -> str:
-    if not clusters.get("runs"):
-        return ""
-    line = f"clusters: {clusters['started']} started for {clusters['runs']} runs"
-    if "saved_s" in clusters:
-        line += (
-            f"; a warm run was ready in {clusters['mean_warm_ready_s']}s against "
-            f"{clusters['mean_cold_ready_s']}s cold, ~{clusters['saved_s']:.0f}s saved "
-            "(plus a teardown per warm run)"
-        )
-    return line
+# ---------------------------------------------------------------- the command
 
 
-# ---------------------------------------------------------------- output
+def execute(
+    spec: CampaignSpec,
+    camp_dir: Path,
+    resume: bool = False,
+    spark_master: str | None = None,
+    junitxml: Path | None = None,
+) -> int:
+    """`kafka-trial campaign`: warm Spark and a warm cluster, run the matrix, judge
+    every run, print the table and write the index (and JUnit). Returns the exit code."""
+    if spec.overlap_analysis:
+        # Started here, not by the judging thread: while the JVM starts, the whole
+        # process's stderr points at a log to keep the launcher's banner off the
+        # terminal, and the run going on meanwhile would lose its lines to it.
+        with activity("analysis: starting Spark"):
+            spark_session(spark_master or "local[*]")
+    warm = WarmCluster() if spec.reuse_clusters else None
 
+    def judge_one(run_dir: Path) -> Results:
+        judged = judge(run_dir, spark_master=spark_master, say=None)
+        assert judged.results is not None
+        return judged.results
 
-def _cluster_cell(warm: bool | None) -> str:
-    return "" if warm is None else "warm" if warm else "new"
+    def run_one(run_spec: RunSpec, run_dir: Path) -> Results | None:
+        run(run_spec, run_dir, warm)
+        return None if spec.overlap_analysis else judge_one(run_dir)
 
-
-def summary_table(state: dict[str, Any]) -> str:
-    rows = [
-        ("run", "settings", "verdict", "forbidden seen", "allowed seen", "acked", "cluster", "time")
-    ]
-    for key in state.get("order", []):
-        r = state["runs"].get(key, {})
-        fmt = lambda d: ", ".join(f"{n} {c}" for n, c in (d or {}).items()) or "-"  # noqa: E731
-        rows.append(
-            (
-                key,
-                r.get("settings", ""),
-                r.get("verdict", r.get("status", "not run")),
-                fmt(r.get("forbidden")),
-                fmt(r.get("allowed")),
-                str(r.get("acked", "")),
-                _cluster_cell(r.get("warm_cluster")),
-                f"{r['time_s']:.0f}s" if "time_s" in r else "",
+    try:
+        with signals_interrupt():
+            state = run_campaign(
+                spec,
+                camp_dir,
+                run_one,
+                resume=resume,
+                judge=judge_one if spec.overlap_analysis else None,
             )
+    except KeyboardInterrupt:
+        state = CampaignState.load(camp_dir)
+        write_index(camp_dir, state)
+        print(summary_table(state))
+        print(
+            f"kafka-trial: campaign interrupted; finished runs are kept -- fix: "
+            f"kafka-trial campaign --resume {camp_dir}",
+            file=sys.stderr,
         )
-    widths = [min(max(len(row[i]) for row in rows), 48) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell[:48].ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
+        return 130
+    finally:
+        if warm is not None:
+            with signals_deferred():
+                warm.close()
+    _print_outcome(camp_dir, state, junitxml)
+    return int(state.exit_code or 0)
 
 
-def write_index(camp_dir: Path, state: dict[str, Any]) -> Path:
-    """index.html: every run with its verdict, linked to its report (relative links)."""
-    rows = []
-    for key in state.get("order", []):
-        r = state["runs"].get(key, {})
-        name = key.split("-s")[0]
-        claim = CLAIMS.get(name)
-        report = Path(key) / "report.html"
-        link = (
-            f'<a href="{escape(str(report))}">{escape(key)}</a>'
-            if (camp_dir / report).is_file()
-            else escape(key)
-        )
-        forbidden = ", ".join(f"{n} {c}" for n, c in (r.get("forbidden") or {}).items())
-        allowed = ", ".join(f"{n} {c}" for n, c in (r.get("allowed") or {}).items())
-        verdict = r.get("verdict", r.get("status", "not run"))
-        cls = {"valid": "ok", "INVALID": "bad"}.get(verdict, "unk")
-        rows.append(
-            f'<tr class="{cls}"><td>{link}</td><td>{escape(claim.id if claim else "")}</td>'
-            f"<td>{escape(r.get('settings', ''))}</td><td>{escape(str(verdict))}</td>"
-            f"<td>{escape(forbidden or '-')}</td><td>{escape(allowed or '-')}</td>"
-            f"<td>{escape(str(r.get('time_s', '')))}</td></tr>"
-        )
-    html = (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>kafka-trial campaign {escape(camp_dir.name)}</title>"
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">"
-        "<style>body{font:13px system-ui,sans-serif;margin:16px}table{border-collapse:"
-        "collapse}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
-        "tr.ok td:nth-child(4){background:#e3f4e3}tr.bad td:nth-child(4){background:#fbe0e0}"
-        "tr.unk td:nth-child(4){background:#fff2cc}</style></head><body>"
-        f"<h1>Campaign {escape(camp_dir.name)}: {escape(str(state.get('status')))}</h1>"
-        "<table><thead><tr><th>run</th><th>claim</th><th>settings</th><th>verdict</th>"
-        "<th>forbidden seen</th><th>allowed seen</th><th>time (s)</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></body></html>\n"
-    )
-    out = camp_dir / "index.html"
-    out.write_text(html)
-    return out
+def _print_outcome(camp_dir: Path, state: CampaignState, junitxml: Path | None) -> None:
+    print(summary_table(state))
+    if line := savings_line(state.clusters):
+        print(line)
+    print(f"index: {write_index(camp_dir, state)}")
+    if junitxml is not None:
+        suites = [
+            (key, Results.from_json(camp_dir / key / "results.json"))
+            for key in state.order
+            if (camp_dir / key / "results.json").is_file()
+        ]
+        print(f"junit: {write_junit(junitxml, suites)}")

@@ -20,11 +20,34 @@ from kafka_trial.nemesis.catalog import PACKAGES
 
 from kafka_trial import __version__
 
+# Spec flags: (argparse dest, the config key it sets, the flag as typed). Error
+# messages name the flag a user typed, not the key it became.
+_SPEC_FLAGS = (
+    ("name", "name", "--name"),
+    ("seed", "seed", "--seed"),
+    ("duration", "duration_s", "--duration"),
+    ("runs_dir", "runs_dir", "--runs-dir"),
+    ("kafka_version", "cluster.kafka_version", "--kafka-version"),
+    ("kafka_image", "cluster.kafka_image", "--kafka-image"),
+    ("partitions", "topic.partitions", "--partitions"),
+    ("replication_factor", "topic.replication_factor", "--replication-factor"),
+    ("min_isr", "topic.min_insync_replicas", "--min-isr"),
+    ("unclean", "topic.unclean_leader_election", "--unclean"),
+    ("acks", "producer.acks", "--acks"),
+    ("idempotence", "producer.idempotence", "--idempotence"),
+    ("retries", "producer.retries", "--retries"),
+    ("max_in_flight", "producer.max_in_flight", "--max-in-flight"),
+    ("workers", "producer.clients", "--clients"),
+    ("spark_master", "check.spark_master", "--spark-master"),
+)
 
-def _overrides(a: argparse.Namespace) -> dict[str, Any]:
+
+def _overrides(a: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
+    """The flags as config overrides, and for each key set the flag that set it."""
     o: dict[str, Any] = {}
+    typed: dict[str, str] = {}
 
-    def put(path: str, value: Any) -> None:
+    def put(path: str, value: Any, flag: str) -> None:
         if value is None:
             return
         d = o
@@ -32,29 +55,17 @@ def _overrides(a: argparse.Namespace) -> dict[str, Any]:
         for k in parents:
             d = d.setdefault(k, {})
         d[leaf] = value
+        typed[path] = flag
 
-    put("name", a.name)
-    put("seed", a.seed)
-    put("duration_s", a.duration)
-    put("runs_dir", a.runs_dir)
-    put("cluster.kafka_version", a.kafka_version)
-    put("cluster.kafka_image", a.kafka_image)
-    put("topic.partitions", a.partitions)
-    put("topic.replication_factor", a.replication_factor)
-    put("topic.min_insync_replicas", a.min_isr)
-    put("topic.unclean_leader_election", a.unclean)
-    put("producer.acks", a.acks)
-    put("producer.idempotence", a.idempotence)
-    put("producer.retries", a.retries)
-    put("producer.max_in_flight", a.max_in_flight)
-    put("producer.clients", a.workers)
+    for dest, path, flag in _SPEC_FLAGS:
+        put(path, getattr(a, dest), flag)
     if a.rate is not None:
-        put("producer.target_rate", None if a.rate == "unlimited" else a.rate)
+        put("producer.target_rate", None if a.rate == "unlimited" else a.rate, "--rate")
     if a.nemesis is not None:
-        put("nemesis.faults", [x for x in a.nemesis.split(",") if x] if a.nemesis != "none" else [])
+        faults = [x for x in a.nemesis.split(",") if x] if a.nemesis != "none" else []
+        put("nemesis.faults", faults, "--nemesis")
     if a.allow is not None:
-        put("check.allowed", [x for x in a.allow.split(",") if x])
-    put("check.spark_master", a.spark_master)
+        put("check.allowed", [x for x in a.allow.split(",") if x], "--allow")
     for item in a.set or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -65,8 +76,16 @@ def _overrides(a: argparse.Namespace) -> dict[str, Any]:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
-        put(key.strip(), value)
-    return o
+        put(key.strip(), value, f"--set {key.strip()}")
+    return o, typed
+
+
+def _load_spec(a: argparse.Namespace) -> Any:
+    from kafka_trial.harness.presets import preset
+    from kafka_trial.harness.spec import load_spec
+
+    over, typed = _overrides(a)
+    return load_spec(a.config, over, preset(a.preset) if a.preset else None, typed=typed)
 
 
 def _rate(s: str) -> int | str:
@@ -88,13 +107,14 @@ def _bool(s: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {s!r}")
 
 
-def _cmd_run(a: argparse.Namespace) -> int:
-    from kafka_trial.harness.presets import preset
-    from kafka_trial.harness.report import render
-    from kafka_trial.harness.runner import new_run_dir, run
-    from kafka_trial.harness.spec import load_spec
+def _junit_path(a: argparse.Namespace) -> Path | None:
+    return Path(a.junitxml) if getattr(a, "junitxml", None) else None
 
-    spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from kafka_trial.harness.runner import new_run_dir, run
+
+    spec = _load_spec(a)
     run_dir = new_run_dir(spec)
     outcome = run(spec, run_dir)
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phase_s.items())
@@ -105,45 +125,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.no_analyze:
         print(f"run dir: {run_dir}")
         return 0
-    from kafka_trial.checkers.verdict import exit_code
-    from kafka_trial.spark_analysis.job import analyze
+    from kafka_trial.report.judge import judge
 
-    results = analyze(run_dir, a.spark_master, report=True)
-    print(render(results, run_dir))
-    _write_html(run_dir, run_dir)
-    _write_junit(a, run_dir.name, results)
-    return exit_code(results["valid"])
-
-
-def _write_junit(a: argparse.Namespace, name: str, results: dict[str, Any]) -> None:
-    if getattr(a, "junitxml", None):
-        from kafka_trial.harness.junit import write_junit
-
-        print(f"junit: {write_junit(Path(a.junitxml), [(name, results)])}")
-
-
-def _write_html(run_dir: Path, out_dir: Path) -> None:
-    """The HTML report beside results.json. A report that fails to build must not
-    cost the verdict: it is said in one line, and the exit code stays the verdict's."""
-    from kafka_trial.harness.html_report import write_report
-
-    try:
-        print(f"report: {write_report(run_dir, out_dir)}")
-    except Exception as e:
-        print(
-            f"kafka-trial: the HTML report failed ({type(e).__name__}: {e}) -- fix: "
-            f"rerun `kafka-trial report {out_dir}` and file an issue with the error",
-            file=sys.stderr,
-        )
+    return judge(run_dir, spark_master=a.spark_master, junit=_junit_path(a)).exit_code
 
 
 def _cmd_campaign(a: argparse.Namespace) -> int:
     from kafka_trial.harness import campaign as cp
-    from kafka_trial.harness.html_report import write_report
-    from kafka_trial.harness.runner import run, signals_deferred, signals_interrupt
-    from kafka_trial.harness.spec import RunSpec
-    from kafka_trial.harness.warm_cluster import WarmCluster
-    from kafka_trial.spark_analysis.job import analyze
 
     if a.resume:
         camp_dir = Path(a.resume)
@@ -151,112 +139,52 @@ def _cmd_campaign(a: argparse.Namespace) -> int:
         if not saved.is_file():
             raise TrialError(f"{saved} is missing", "pass a directory `campaign` wrote")
         spec = cp.CampaignSpec.model_validate(json.loads(saved.read_text())["spec"])
-        origin = None
     else:
-        over: dict[str, Any] = {}
-        if a.presets:
-            over["presets"] = [x for x in a.presets.split(",") if x]
-        if a.configs:
-            over["configs"] = [str(Path(x).resolve()) for x in a.configs.split(",") if x]
-        if a.nemesis is not None:
-            over["nemesis"] = [x if x != "none" else "" for x in a.nemesis.split(";")]
-        if a.seeds is not None:
-            over["seeds"] = a.seeds
-        if a.kafka_version:
-            over["kafka_versions"] = [x for x in a.kafka_version.split(",") if x]
-        if a.duration is not None:
-            over["duration_s"] = a.duration
-        if a.fresh_clusters:
-            over["reuse_clusters"] = False
-        if a.serial_analysis:
-            over["overlap_analysis"] = False
-        spec = cp.load_campaign(a.config, over)
-        origin = Path(a.config).resolve() if a.config else None
-        # Config files are found from the campaign file; saved absolute, so --resume can.
-        spec = spec.model_copy(
-            update={"configs": tuple(str(cp.config_path(c, origin)) for c in spec.configs)}
-        )
-        cp.entries(spec, origin)  # every run's config is checked before anything starts
+        spec = _campaign_spec(a)
         camp_dir = cp.new_campaign_dir(Path(a.runs_dir), spec.name)
     print(f"campaign: {camp_dir}")
-    if spec.overlap_analysis:
-        from kafka_trial.contracts.log import activity
-        from kafka_trial.spark_analysis.session import spark_session
+    return cp.execute(spec, camp_dir, bool(a.resume), a.spark_master, _junit_path(a))
 
-        # Started here, not by the judging thread: while the JVM starts, the whole
-        # process's stderr points at a log to keep the launcher's banner off the
-        # terminal, and the run going on meanwhile would lose its lines to it.
-        with activity("analysis: starting Spark"):
-            spark_session(a.spark_master or "local[*]")
-    warm = WarmCluster() if spec.reuse_clusters else None
 
-    def judge(run_dir: Path) -> dict[str, Any]:
-        results = analyze(run_dir, a.spark_master, report=True)
-        write_report(run_dir)
-        return results
+def _campaign_spec(a: argparse.Namespace) -> Any:
+    from kafka_trial.harness import campaign as cp
 
-    def run_one(run_spec: RunSpec, run_dir: Path) -> dict[str, Any] | None:
-        run(run_spec, run_dir, warm)
-        return None if spec.overlap_analysis else judge(run_dir)
-
-    try:
-        with signals_interrupt():
-            state = cp.run_campaign(
-                spec,
-                camp_dir,
-                run_one,
-                resume=bool(a.resume),
-                judge=judge if spec.overlap_analysis else None,
-            )
-    except KeyboardInterrupt:
-        state = json.loads((camp_dir / cp.CAMPAIGN_FILE).read_text())
-        cp.write_index(camp_dir, state)
-        print(cp.summary_table(state))
-        print(
-            f"kafka-trial: campaign interrupted; finished runs are kept -- fix: "
-            f"kafka-trial campaign --resume {camp_dir}",
-            file=sys.stderr,
-        )
-        return 130
-    finally:
-        if warm is not None:
-            with signals_deferred():
-                warm.close()
-    print(cp.summary_table(state))
-    if line := cp.savings_line(state.get("clusters") or {}):
-        print(line)
-    print(f"index: {cp.write_index(camp_dir, state)}")
-    if a.junitxml:
-        from kafka_trial.harness.junit import write_junit
-
-        suites = [
-            (key, json.loads((camp_dir / key / "results.json").read_text()))
-            for key in state["order"]
-            if (camp_dir / key / "results.json").is_file()
-        ]
-        print(f"junit: {write_junit(Path(a.junitxml), suites)}")
-    return int(state["exit_code"])
+    over: dict[str, Any] = {}
+    if a.presets:
+        over["presets"] = [x for x in a.presets.split(",") if x]
+    if a.configs:
+        over["configs"] = [str(Path(x).resolve()) for x in a.configs.split(",") if x]
+    if a.nemesis is not None:
+        over["nemesis"] = [x if x != "none" else "" for x in a.nemesis.split(";")]
+    if a.seeds is not None:
+        over["seeds"] = a.seeds
+    if a.kafka_version:
+        over["kafka_versions"] = [x for x in a.kafka_version.split(",") if x]
+    if a.duration is not None:
+        over["duration_s"] = a.duration
+    if a.fresh_clusters:
+        over["reuse_clusters"] = False
+    if a.serial_analysis:
+        over["overlap_analysis"] = False
+    spec = cp.load_campaign(a.config, over)
+    origin = Path(a.config).resolve() if a.config else None
+    # Config files are found from the campaign file; saved absolute, so --resume can.
+    spec = spec.model_copy(
+        update={"configs": tuple(str(cp.config_path(c, origin)) for c in spec.configs)}
+    )
+    cp.entries(spec, origin)  # every run's config is checked before anything starts
+    return spec
 
 
 def _cmd_analyze(a: argparse.Namespace) -> int:
-    from kafka_trial.checkers.verdict import exit_code
-    from kafka_trial.harness.report import render
-    from kafka_trial.spark_analysis.job import analyze
+    from kafka_trial.report.judge import judge
 
     out = Path(a.out) if getattr(a, "out", None) else None
-    results = analyze(a.run_dir, a.spark_master, out_dir=out, report=True)
-    print(render(results, Path(a.run_dir)))
-    out_dir = Path(results["analysis"]["results_file"]).parent
-    history = results["history"]["path"]
-    local = "://" not in history and Path(history).is_file()
-    run_dir = Path(history).parent if local else out_dir
-    _write_html(run_dir, out_dir)
-    _write_junit(a, run_dir.name, results)
-    print(
-        f"analysis took {results['analysis']['total_s']:.1f}s "
-        f"(spark session {results['analysis']['session_s']:.1f}s)"
-    )
-    return exit_code(results["valid"])
+    judged = judge(a.run_dir, spark_master=a.spark_master, out_dir=out, junit=_junit_path(a))
+    assert judged.results is not None
+    facts = judged.results.analysis
+    print(f"analysis took {facts.total_s:.1f}s (spark session {facts.session_s:.1f}s)")
+    return judged.exit_code
 
 
 def _cmd_finish(a: argparse.Namespace) -> int:
@@ -278,46 +206,42 @@ def _cmd_finish(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from kafka_trial.checkers.verdict import exit_code
-    from kafka_trial.harness.html_report import write_report
-    from kafka_trial.harness.report import render
+    from kafka_trial.report.judge import judge
 
     run_dir = Path(a.run_dir)
     if not run_dir.is_dir():
         raise TrialError(f"{run_dir} is not a directory", "pass a run directory")
-    have = (run_dir / "results.json").is_file() and (run_dir / "report-data.json").is_file()
-    if (a.reanalyze or not have) and (run_dir / "history.jsonl").is_file():
-        from kafka_trial.spark_analysis.job import analyze
-
-        print("analyzing the history first (the report draws on the analysis)")
-        analyze(run_dir, a.spark_master, report=True)
-    path = write_report(run_dir)
-    results_file = run_dir / "results.json"
-    valid = None
-    if results_file.is_file():
-        results = json.loads(results_file.read_text())
-        print(render(results, run_dir))
-        valid = results.get("valid")
-    else:
-        print("verdict: UNKNOWN (no results.json and no history.jsonl to analyze)")
-    print(f"report: {path}")
-    return exit_code(valid)
+    return judge(run_dir, spark_master=a.spark_master, reuse=not a.reanalyze).exit_code
 
 
 def _cmd_presets(a: argparse.Namespace) -> int:
-    from kafka_trial.harness.presets import CLAIMS
+    from kafka_trial.checkers.claims import CLAIMS
+    from kafka_trial.harness.presets import PRESET_WORDS
+    from kafka_trial.harness.spec import build_spec
+    from kafka_trial.nemesis.schedule import min_duration_s
 
+    print(
+        "Start here: `kafka-trial run --preset safe` puts the recommended settings on "
+        "trial (claim C4: it should pass); `--preset acks1` shows a loss the report "
+        "explains (C2). Every preset runs 60 s of faults unless --duration says otherwise.\n"
+    )
     for name, data in PRESETS.items():
         claim = CLAIMS.get(name)
-        faults = ", ".join(data.get("nemesis", {}).get("faults", [])) or "none"
+        settings, faults = PRESET_WORDS[name]
+        nemesis = build_spec(dict(data), source=name).nemesis
         allowed = ", ".join(data.get("check", {}).get("allowed", [])) or "nothing"
         print(f"{name}")
         if claim is not None:
             print(f"  claim {claim.id}: {claim.text}")
-            names = ", ".join(claim.anomalies)
-            how = "can appear" if claim.expected == "anomaly" else "must never appear"
-            print(f"  expect: {names} {how}")
+            print(f"  expect: {claim.expectation()}")
+        print(f"  settings: {settings}")
         print(f"  faults: {faults}")
+        if nemesis.faults:
+            packages = ", ".join(nemesis.faults)
+            print(
+                f"  fault packages: {packages}; every one fires in --duration "
+                f"{min_duration_s(nemesis):g} or more"
+            )
         print(f"  allowed: {allowed}")
     return 0
 
@@ -344,32 +268,65 @@ def _cmd_images(a: argparse.Namespace) -> int:
     from kafka_trial.harness.presets import preset
     from kafka_trial.harness.spec import load_spec
 
-    spec = load_spec(a.config, _overrides(a), preset(a.preset) if a.preset else None)
+    cluster = {"kafka_version": a.kafka_version, "kafka_image": a.kafka_image}
+    over = {"cluster": {k: v for k, v in cluster.items() if v is not None}}
+    typed = {f"cluster.{k}": f"--{k.replace('_', '-')}" for k in over["cluster"]}
+    spec = load_spec(a.config, over, preset(a.preset) if a.preset else None, typed=typed)
     imgs = ensure_images(ensure_engine(), spec.cluster)
     print(f"kafka {imgs.kafka_version}: {imgs.kafka}\ntoxiproxy: {imgs.toxiproxy}")
     return 0
 
 
-def _spec_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "-c", help="YAML or JSON run config")
+def _image_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kafka-version", help="exact (4.1.1) or prefix (4, 3.9); default: the newest 4.x"
+    )
+    p.add_argument("--kafka-image", help="use this local image (apache/kafka contract)")
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="YAML or JSON run config (examples/)")
     p.add_argument(
         "--preset",
-        help=f"a named configuration: {', '.join(PRESETS)}",
+        help=f"a named configuration (`kafka-trial presets`): {', '.join(PRESETS)}",
     )
-    p.add_argument("--name")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--duration", type=float, help="seconds of the fault phase")
-    p.add_argument("--runs-dir")
-    p.add_argument("--kafka-version", help="exact (4.1.1) or prefix (4, 3.9)")
-    p.add_argument("--kafka-image", help="use this local image (apache/kafka contract)")
-    p.add_argument("--partitions", type=int)
-    p.add_argument("--replication-factor", type=int)
-    p.add_argument("--min-isr", type=int)
-    p.add_argument("--unclean", type=_bool, metavar="BOOL")
-    p.add_argument("--acks", help="0, 1 or all")
-    p.add_argument("--idempotence", type=_bool, metavar="BOOL")
-    p.add_argument("--retries", type=int)
-    p.add_argument("--max-in-flight", type=int)
+
+
+def _spec_flags(p: argparse.ArgumentParser) -> None:
+    _config_flags(p)
+    p.add_argument("--name", help="the run's name, in its directory's name (default: default)")
+    p.add_argument(
+        "--seed", type=int, help="seeds the fault schedule and targets: same seed, same faults"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        help="seconds of the fault phase (default 60); too short for one fault is refused",
+    )
+    p.add_argument("--runs-dir", help="where run directories go (default: runs)")
+    _image_flags(p)
+    p.add_argument("--partitions", type=int, help="partitions of the run's topic (default 3)")
+    p.add_argument("--replication-factor", type=int, help="replicas of each partition (default 3)")
+    p.add_argument("--min-isr", type=int, help="the topic's min.insync.replicas (default 2)")
+    p.add_argument(
+        "--unclean",
+        type=_bool,
+        metavar="BOOL",
+        help="unclean.leader.election.enable on the topic (default false)",
+    )
+    p.add_argument("--acks", help="the producers' acks: 0, 1 or all (default all)")
+    p.add_argument(
+        "--idempotence",
+        type=_bool,
+        metavar="BOOL",
+        help="enable.idempotence for the producers (default true)",
+    )
+    p.add_argument("--retries", type=int, help="the producers' retries")
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        help="max.in.flight.requests.per.connection for the producers",
+    )
     p.add_argument(
         "--clients", "--workers", dest="workers", type=int, help="producer clients (lanes)"
     )
@@ -423,12 +380,31 @@ def parser() -> argparse.ArgumentParser:
         "(auto, the default), or none",
     )
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    r = sub.add_parser("run", help="run a fault campaign and judge it")
+    _run_commands(sub)
+    _campaign_command(sub)
+    _housekeeping_commands(sub)
+    return p
+
+
+def _run_commands(sub: Any) -> None:
+    """run, analyze, finish and report: a run and its verdict."""
+    r = sub.add_parser(
+        "run",
+        help="run a fault campaign and judge it",
+        description="Start a cluster, run the workload under the faults asked for, drain, "
+        "judge the history and write report.html. Exit 0 valid, 1 invalid, 2 unknown, 3 "
+        "a setup problem.",
+    )
     _spec_flags(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")
     _junit_flag(r)
     r.set_defaults(fn=_cmd_run)
-    an = sub.add_parser("analyze", help="check a stored run's history with Spark")
+    an = sub.add_parser(
+        "analyze",
+        help="check a stored run's history with Spark",
+        description="Judge a history again (results.json, report.html) without running "
+        "anything. Exit 0 valid, 1 invalid, 2 unknown.",
+    )
     an.add_argument(
         "run_dir",
         metavar="RUN_DIR|HISTORY|URI",
@@ -441,25 +417,40 @@ def parser() -> argparse.ArgumentParser:
     fi = sub.add_parser(
         "finish",
         help="run the final drain of a run that was cut off, on its still-running cluster",
+        description="A run killed during its fault phase has no drain, so its verdict is "
+        "unknown. While its cluster still runs, this heals it, appends the drain to the "
+        "same history, and judges it.",
     )
-    fi.add_argument("run_dir")
+    fi.add_argument(
+        "run_dir", metavar="RUN_DIR", help="the directory the cut-off run wrote (runs/latest)"
+    )
     fi.add_argument("--keep-cluster", action="store_true", help="do not remove it afterwards")
     fi.add_argument("--no-analyze", action="store_true", help="stop after the drain")
-    fi.add_argument("--spark-master")
+    fi.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     _junit_flag(fi)
     fi.set_defaults(fn=_cmd_finish)
     rp = sub.add_parser(
-        "report", help="write RUN_DIR/report.html and print the verdict with witnesses"
+        "report",
+        help="write RUN_DIR/report.html and print the verdict with witnesses",
+        description="Render the verdict a run directory holds (judging its history first "
+        "if it was never judged).",
     )
-    rp.add_argument("run_dir")
+    rp.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a run directory (runs/latest is the newest)"
+    )
     rp.add_argument(
         "--reanalyze", action="store_true", help="judge the history again before reporting"
     )
     rp.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     rp.set_defaults(fn=_cmd_report)
+
+
+def _campaign_command(sub: Any) -> None:
     cg = sub.add_parser(
         "campaign",
         help="run a matrix of runs (presets or configs x nemesis x seeds x Kafka versions)",
+        description="Run every entry of the matrix, judge each, and print a summary table; "
+        "index.html links every report. Exits with the worst verdict (3 > 1 > 2 > 0).",
     )
     cg.add_argument("--config", "-c", help="campaign YAML (see examples/campaigns/)")
     cg.add_argument("--presets", help="comma-separated presets")
@@ -486,17 +477,40 @@ def parser() -> argparse.ArgumentParser:
     cg.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
     _junit_flag(cg)
     cg.set_defaults(fn=_cmd_campaign)
-    ps = sub.add_parser("presets", help="list the presets: each one's claim, faults, allowed")
+
+
+def _housekeeping_commands(sub: Any) -> None:
+    """presets, heal, cleanup and images: what is there, and what was left behind."""
+    ps = sub.add_parser(
+        "presets",
+        help="list the presets: each one's claim, faults, allowed",
+        description="Every preset with the claim it puts on trial, what to expect, its "
+        "faults and the shortest --duration in which they all fire.",
+    )
     ps.set_defaults(fn=_cmd_presets)
-    h = sub.add_parser("heal", help="heal clusters a crashed run left behind")
+    h = sub.add_parser(
+        "heal",
+        help="heal clusters a crashed run left behind",
+        description="Make every link whole and every broker run in clusters that runs "
+        "which died left behind (for `finish`); removes nothing.",
+    )
     h.set_defaults(fn=_cmd_heal)
-    c = sub.add_parser("cleanup", help="remove what crashed runs left behind")
+    c = sub.add_parser(
+        "cleanup",
+        help="remove what crashed runs left behind",
+        description="Remove the containers, networks and volumes of runs that are gone.",
+    )
     c.add_argument("--all", action="store_true", help="also clusters of runs still alive")
     c.set_defaults(fn=_cmd_cleanup)
-    im = sub.add_parser("images", help="build (or find cached) images only")
-    _spec_flags(im)
+    im = sub.add_parser(
+        "images",
+        help="build (or find cached) images only",
+        description="Build the broker and Toxiproxy images from Maven Central and the Go "
+        "module proxy, or find them cached.",
+    )
+    _config_flags(im)
+    _image_flags(im)
     im.set_defaults(fn=_cmd_images)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

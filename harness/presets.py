@@ -6,10 +6,12 @@ A preset is a partial config; a config file and flags override it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from kafka_trial.checkers.claims import CLAIMS, Claim
 from kafka_trial.contracts.errors import TrialError
+
+__all__ = ["CLAIMS", "PRESETS", "Claim", "preset"]
 
 _RESET_CLIENT_LINKS = {
     "degrade": {
@@ -271,127 +273,95 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class Claim:
-    """The article claim a preset puts on trial (shared/CLAIMS.md)."""
-
-    id: str
-    text: str
-    expected: Literal["anomaly", "none"]  # what the articles say a run should show
-    anomalies: tuple[str, ...]  # the anomaly types the claim is about
-
-
-CLAIMS: dict[str, Claim] = {
-    "safe": Claim(
-        "C4",
-        "acks=all, min.insync.replicas>=2, RF>=3 and no unclean election lose no "
-        "acknowledged write under one broker failure or partition",
-        "none",
-        ("lost-write", "inconsistent-offsets"),
+# What each preset sets and which faults it runs, in words: the README's preset
+# table and `kafka-trial presets` both render these, so the two never differ.
+PRESET_WORDS: dict[str, tuple[str, str]] = {
+    "safe": (
+        "acks=all, idempotence, RF 3, min.isr 2, no unclean election",
+        "kill-leader, isolate-broker, pause",
     ),
-    "acks0": Claim("C1", "acks=0 loses messages silently", "anomaly", ("lost-write",)),
-    "acks1": Claim(
-        "C2",
-        "acks=1 loses acknowledged writes if the leader dies before followers copy them",
-        "anomaly",
-        ("lost-write",),
+    "acks0": (
+        "acks=0",
+        "kill-leader",
     ),
-    "min-isr-1": Claim(
-        "C3",
-        "acks=all with min.insync.replicas=1 degrades to acks=1 once the ISR shrinks to the leader",
-        "anomaly",
-        ("lost-write",),
+    "acks1": (
+        "acks=1, min.isr 1",
+        "kill-leader, isolate-broker",
     ),
-    "unclean": Claim(
-        "C5",
-        "unclean leader election lets an out-of-sync replica lead and truncates "
-        "acknowledged writes",
-        "anomaly",
-        ("lost-write", "inconsistent-offsets"),
+    "min-isr-1": (
+        "acks=all, min.isr 1, one partition",
+        "unclean-failover",
     ),
-    "no-idempotence-retries": Claim(
-        "C6",
-        "retries without idempotence duplicate messages when an acknowledgement is lost",
-        "anomaly",
-        ("duplicate",),
+    "unclean": (
+        "acks=1, min.isr 1, unclean election on",
+        "unclean-failover",
     ),
-    "inflight-reorder": Claim(
-        "C7",
-        "max.in.flight>1 with retries and no idempotence can reorder messages in a partition",
-        "anomaly",
-        ("reorder", "int-nonmonotonic-send", "client-reorder"),
+    "no-idempotence-retries": (
+        "no idempotence, retries, 1 in flight",
+        "degrade: reset_peer on the leader's client links; kill-leader",
     ),
-    "idempotent-retries": Claim(
-        "C8",
-        "idempotence removes retry duplicates and keeps order within a producer session",
-        "none",
-        ("duplicate", "reorder", "int-nonmonotonic-send", "client-reorder"),
+    "inflight-reorder": (
+        "no idempotence, 5 in flight, 1.5 s request timeout",
+        "slow-follower: 3 s latency on a follower's fetch link, 3 s on and 1 s off, so "
+        "acks=all requests outwait their timeout after the leader appended them",
     ),
-    "producer-restart-resend": Claim(
-        "C9",
-        "idempotence is per session: a producer restart may resend, giving duplicates",
-        "anomaly",
-        ("duplicate",),
+    "idempotent-retries": (
+        "idempotence, 5 in flight, 1.5 s request timeout",
+        "the same as C7",
     ),
-    "txn": Claim(
-        "C10",
-        "transactions are atomic across partitions, and read_committed never sees aborted records",
-        "none",
-        ("aborted-read", "torn-txn"),
+    "producer-restart-resend": (
+        "idempotence; producers crash with sends in flight (5% of ops) and the application "
+        "re-sends what was unknown",
+        "kill-leader",
     ),
-    "eos-copier": Claim(
-        "C11",
-        "consume-transform-produce with send_offsets_to_transaction is exactly once",
-        "none",
-        ("eos-output-lost", "eos-output-duplicate"),
+    "txn": (
+        "transactions over 3 partitions, 20% aborted; a read_committed consumer",
+        "kill-leader, pause",
     ),
-    "leader-epoch": Claim(
-        "C12",
-        "leader epoch (KIP-101) prevents replica divergence after failover and an old "
-        "leader's return",
-        "none",
-        ("inconsistent-offsets",),
+    "eos-copier": (
+        "consume-transform-produce copiers that crash before commit",
+        "kill-leader",
     ),
-    "hw-visibility": Claim(
-        "C13",
-        "consumers only see records below the high watermark, so never a record that "
-        "later disappears",
-        "none",
-        ("vanished-read",),
+    "leader-epoch": (
+        "acks=all, min.isr 2",
+        "kill-leader and bounce of the leader, 3 s apart",
     ),
-    "auto-commit": Claim(
-        "C16",
-        "auto-commit can lose messages for the application: offsets are committed before "
-        "processing finishes",
-        "anomaly",
-        ("group-missed",),
+    "hw-visibility": (
+        "acks=1, min.isr 1, consumers reading during the run",
+        "partition: isolate the leader (isolate-leader)",
     ),
-    "commit-after-process": Claim(
-        "C17",
-        "commit after processing gives at-least-once: a crash before the commit means reprocessing",
-        "anomaly",
-        ("group-redelivered",),
+    "auto-commit": (
+        "group, auto-commit, crashes before processing",
+        "kill-leader",
     ),
-    "rebalance": Claim(
-        "C18",
-        "a rebalance during processing redelivers uncommitted messages",
-        "anomaly",
-        ("group-redelivered",),
+    "commit-after-process": (
+        "group, commit after processing, crashes before the commit",
+        "kill-leader",
     ),
-    "commit-before-process": Claim(
-        "C19",
-        "commit before processing gives at-most-once: a crash loses messages",
-        "anomaly",
-        ("group-missed",),
+    "rebalance": (
+        "group, commit after processing; members leave and rejoin, and stall past "
+        "max.poll.interval.ms",
+        "kill-leader",
     ),
-    "txn-delayed-produce": Claim(
-        "KAFKA-17754",
-        "a produce request delayed past the end of its transaction does not land in a "
-        "later one (fixed by transaction protocol v2, which librdkafka 2.16 does not speak)",
-        "none",
-        ("aborted-read", "torn-txn", "lost-write"),
+    "commit-before-process": (
+        "group, commit before processing, crashes before processing",
+        "kill-leader",
+    ),
+    "txn-delayed-produce": (
+        "transactions, half of them aborted without waiting for their sends, 2 s request "
+        "timeout; a read_committed consumer",
+        "pause and a 3 s latency on the client links of a partition leader",
     ),
 }
+
+
+def markdown_table() -> str:
+    """The README's preset table, rendered from the presets and their claims."""
+    rows = ["| preset | claim | settings | faults |", "|---|---|---|---|"]
+    for name, (settings, faults) in PRESET_WORDS.items():
+        rows.append(f"| `{name}` | {CLAIMS[name].id} | {settings} | {faults} |")
+    return "\n".join(rows)
+
 
 # Presets that need a workload kafka-trial does not have yet (none at present).
 PLANNED: tuple[str, ...] = ()

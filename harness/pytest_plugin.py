@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from kafka_trial.checkers.results import Results
     from kafka_trial.cluster.facade import Cluster
     from kafka_trial.contracts.history import HistoryWriter
 
@@ -89,21 +90,20 @@ class Verdict:
     report are, so a failed `assert verdict.valid` says why."""
 
     valid: Any
-    results: dict[str, Any]
+    results: Results
     run_dir: Path
 
     @property
     def forbidden(self) -> dict[str, int]:
-        return {n: self.results["anomalies"][n]["count"] for n in self.results["forbidden_seen"]}
+        return self.results.forbidden()
 
     def __repr__(self) -> str:
-        word = {True: "VALID", False: "INVALID"}.get(self.valid, "UNKNOWN")
-        parts = [f"kafka-trial verdict {word}"]
-        for name in self.results.get("forbidden_seen", []):
-            a = self.results["anomalies"][name]
-            ex = "; ".join(json.dumps(e, separators=(",", ":")) for e in a["examples"][:3])
-            parts.append(f"{name} {a['count']} (forbidden), e.g. {ex}")
-        parts += [f"problem: {p}" for p in self.results.get("problems", [])]
+        parts = [f"kafka-trial verdict {self.results.word}"]
+        for name in self.results.forbidden_seen:
+            a = self.results.anomalies[name]
+            ex = "; ".join(json.dumps(e, separators=(",", ":")) for e in a.examples[:3])
+            parts.append(f"{name} {a.count} (forbidden), e.g. {ex}")
+        parts += [f"problem: {p}" for p in self.results.problems]
         parts.append(f"report: {self.run_dir / 'report.html'}")
         return "<" + "; ".join(parts) + ">"
 
@@ -198,9 +198,10 @@ class TrialHistory:
         from kafka_trial.workloads.processes import ProcessIds
         from kafka_trial.workloads.settings import DrainSpec
 
-        pids = ProcessIds()
-        pids._counter = self._drains  # drain processes never collide with yours
-        ctx = ClientContext(self.writer, lambda lane: cluster.bootstrap, pids=pids)
+        # Drain processes are numbered from the plugin's own range, never yours.
+        ctx = ClientContext(
+            self.writer, lambda lane: cluster.bootstrap, pids=ProcessIds(self._drains)
+        )
         parts = cluster.topics.get(topic, 3)
         spec = TopicSpec(name=topic, partitions=parts)
         return drain(ctx, spec, DrainSpec(settle_s=settle_s)).complete
@@ -209,15 +210,14 @@ class TrialHistory:
         """Judge the history with the Spark checker; anomalies in `allow` do not make
         it invalid. Writes results.json and report.html into the run directory."""
         from kafka_trial.checkers.settings import CheckSpec
-        from kafka_trial.harness.html_report import write_report
-        from kafka_trial.spark_analysis.job import analyze
+        from kafka_trial.report.judge import judge
 
         check = CheckSpec(allowed=tuple(allow))
         self.writer.flush()  # the lines recorded so far, on disk for Spark
         (self.run_dir / "spec.json").write_text(json.dumps({"check": check.model_dump()}))
-        results = analyze(self.run_dir, report=True)
-        write_report(self.run_dir)
-        return Verdict(results["valid"], results, self.run_dir)
+        results = judge(self.run_dir, say=None).results
+        assert results is not None
+        return Verdict(results.valid, results, self.run_dir)
 
 
 class TrialNemesis:

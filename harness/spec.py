@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.settings import Frozen
+from kafka_trial.nemesis.schedule import min_duration_s
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.workloads.settings import ConsumerSpec, CopierSpec, DrainSpec, ProducerSpec
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -43,20 +45,33 @@ class RunSpec(Frozen):
                 f"cluster.brokers={self.cluster.brokers}; lower it or add brokers"
             )
         if self.topic.min_insync_replicas > self.topic.replication_factor:
-            raise ValueError("topic.min_insync_replicas exceeds topic.replication_factor")
+            raise ValueError(
+                f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
+                f"topic.replication_factor={self.topic.replication_factor}"
+            )
         if self.nemesis.target_partition >= self.topic.partitions:
             raise ValueError("nemesis.target_partition must be below topic.partitions")
+        shortest = min_duration_s(self.nemesis)
+        if self.duration_s < shortest:
+            # Asked for faults, it would inject none: a VALID verdict would mean nothing.
+            raise ValueError(
+                f"duration_s={self.duration_s:g} is too short for nemesis.faults "
+                f"({', '.join(self.nemesis.faults)}): the first fault starts after "
+                f"nemesis.quiet_s={self.nemesis.quiet_s:g} and lasts "
+                f"nemesis.fault_s={self.nemesis.fault_s:g}, so the shortest duration_s "
+                f"that injects every fault is {shortest:g}"
+            )
         return self
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
+            out[k] = merge_config(out[k], v)
         else:
             out[k] = v
     return out
@@ -133,36 +148,86 @@ def yaml_lines(text: str) -> dict[tuple[str, ...], int]:
     return out
 
 
+_KEY = re.compile(r"\b[a-z_]+(?:\.[a-z_]+)*(?==|\b)")
+
+
+def _keys_of(err: dict[str, Any], known: set[str]) -> list[str]:
+    """The config keys a problem is about: where it is, or (for a check across keys)
+    the keys its message names."""
+    where = ".".join(str(p) for p in err["loc"])
+    if where:
+        return [where]
+    return list(dict.fromkeys(k for k in _KEY.findall(str(err["msg"])) if k in known))
+
+
+def _fix(keys: list[str], typed: dict[str, str]) -> str:
+    """Name each key as the user gave it: the flags they typed first, then the keys
+    of the config file."""
+    if not keys:
+        return "correct the values named above in the config file or their flags"
+    flags = [typed[k] for k in keys if k in typed]
+    rest = [k for k in keys if k not in typed]
+    if not flags:
+        return "correct " + ", ".join(rest) + " in the config file or its command-line flag"
+    return "correct " + ", ".join(flags) + (f" (or {', '.join(rest)})" if rest else "")
+
+
+def _as_typed(text: str, typed: dict[str, str]) -> str:
+    """The problem in the user's words: `duration_s=10` reads `--duration 10` when the
+    value came from that flag."""
+    for key, flag in sorted(typed.items(), key=lambda kv: -len(kv[0])):
+        if flag.startswith("--set "):
+            continue  # the user typed the key itself
+        text = re.sub(rf"(?<![\w.]){re.escape(key)}=", f"{flag} ", text)
+        text = re.sub(rf"(?<![\w.-]){re.escape(key)}(?![\w.=])", f"{flag} ({key})", text)
+    return text
+
+
+def _all_keys(model: type[BaseModel] | None = None, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for name, field in (model or RunSpec).model_fields.items():
+        out.add(prefix + name)
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out |= _all_keys(ann, f"{prefix}{name}.")
+    return out
+
+
 def build_spec(
-    data: dict[str, Any], source: str = "config", lines: dict[tuple[str, ...], int] | None = None
+    data: dict[str, Any],
+    source: str = "config",
+    lines: dict[tuple[str, ...], int] | None = None,
+    typed: dict[str, str] | None = None,
 ) -> RunSpec:
     """Validate raw config. Every problem is named at once, in one line: the key, its
-    line in the config file when known, and what is wrong with it."""
+    line in the config file when known, and what is wrong with it; the fix names the
+    flag the user typed for a key set by a flag (`typed`: key -> flag)."""
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:
-        errors = e.errors()
+        errors = [dict(err) for err in e.errors()]
         parts = []
         for err in errors:
-            text = _explain(dict(err))
+            text = _explain(err)
             line = (lines or {}).get(tuple(str(p) for p in err["loc"]))
             parts.append(f"{text} (line {line})" if line else text)
-        where = ".".join(str(p) for p in errors[0]["loc"]) or "(top level)"
+        known = _all_keys()
+        keys = list(dict.fromkeys(k for err in errors for k in _keys_of(err, known)))
         if len(errors) == 1:
             problem = f"bad {source} value: {parts[0]}"
-            fix = f"correct {where} in the config file or its command-line flag"
         else:
             problem = f"{len(errors)} bad {source} values: " + "; ".join(parts)
-            fix = "correct each key named above in the config file or its command-line flag"
-        raise TrialError(problem, fix) from None
+        raise TrialError(_as_typed(problem, typed or {}), _fix(keys, typed or {})) from None
 
 
 def load_spec(
     path: str | Path | None,
     overrides: dict[str, Any] | None = None,
     base: dict[str, Any] | None = None,
+    typed: dict[str, str] | None = None,
 ) -> RunSpec:
-    """base (a preset) < the config file < overrides (flags)."""
+    """base (a preset) < the config file < overrides (flags); `typed`: the flag that
+    set each overridden key, for error messages."""
     data: dict[str, Any] = {}
     lines: dict[tuple[str, ...], int] = {}
     if path is not None:
@@ -180,8 +245,8 @@ def load_spec(
             raise TrialError(f"config file {p} must hold a mapping", "write key: value pairs")
         data = loaded or {}
         lines = yaml_lines(p.read_text())
-    merged = _merge(_merge(base or {}, data), overrides or {})
-    return build_spec(merged, source=str(path or "flag"), lines=lines)
+    merged = merge_config(merge_config(base or {}, data), overrides or {})
+    return build_spec(merged, source=str(path or "flag"), lines=lines, typed=typed)
 
 
 def read_saved_spec(run_dir: Path) -> RunSpec:

@@ -82,3 +82,35 @@ def markdown_table() -> str:
     rows = ["| package | fault | heal |", "|---|---|---|"]
     rows += [f"| `{p.name}` | {p.fault} | {p.heal} |" for p in _INFOS]
     return "\n".join(rows)
+
+
+# The ops the nemesis records, by f, as the history shows them: a fault op -> the f
+# of the op that heals it, or None for a fault that is over when its op completes
+# (packages.py, failover.py). Heals and waits are not faults (core.py, runner.py).
+FAULT_OPS: dict[str, str | None] = {
+    "kill": "start",
+    "stop": "start",
+    "pause": "resume",
+    "partition": "heal",
+    "client-partition": "client-heal",
+    "degrade": "restore",
+    "bounce": None,
+    "wipe": None,
+    "elect-unclean": None,
+}
+HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "heal-all"})
+WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink"})
+
+
+def is_fault(f: str) -> bool:
+    """A recorded op that hurts the cluster (an unknown f counts: better drawn than hidden)."""
+    return f not in HEAL_OPS and f not in WAIT_OPS
+
+
+def heals(fault: str, heal: str) -> bool:
+    """Whether an op `heal` ends a fault op `fault`: its own heal, or heal-all."""
+    return heal == "heal-all" or (FAULT_OPS.get(fault) is not None and FAULT_OPS[fault] == heal)
+
+
+def is_instant(f: str) -> bool:
+    return f in FAULT_OPS and FAULT_OPS[f] is None

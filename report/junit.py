@@ -4,7 +4,7 @@ check.
 A forbidden anomaly that was found is a failure naming it, with its count and two
 witnesses; an allowed one passes with its count in system-out; a check that could
 not decide is an error, and so is a history that cannot decide the verdict (its
-problems are the message). Rendered from results.json alone.
+problems are the message). Rendered from `Results` alone.
 """
 
 from __future__ import annotations
@@ -13,48 +13,47 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
-from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
+from kafka_trial.checkers.anomalies import ANOMALY_TYPES
+from kafka_trial.checkers.results import AnomalyResult, Results
 
 WITNESSES = 2
 
 
-def _witnesses(a: dict[str, Any]) -> str:
-    shown = [json.dumps(ex, separators=(",", ":")) for ex in (a.get("examples") or [])[:WITNESSES]]
+def _witnesses(a: AnomalyResult) -> str:
+    shown = [json.dumps(ex, separators=(",", ":")) for ex in a.examples[:WITNESSES]]
     return "; ".join(shown) if shown else "(no example recorded)"
 
 
-def testsuite(name: str, results: dict[str, Any]) -> ET.Element:
-    allowed = set(results.get("allowed", []))
-    anomalies = results.get("anomalies", {})
-    suite = ET.Element("testsuite", name=name)
-    failures = errors = 0
-    for check in ANOMALY_TYPES:
-        a = anomalies.get(check) or {"count": None, "error": "missing from results.json"}
-        case = ET.SubElement(
-            suite, "testcase", classname=f"kafka-trial.{name}", name=check, time="0"
+def _case(suite: ET.Element, name: str, check: str, results: Results) -> str:
+    """One check's testcase; returns what it counts as: pass, failure or error."""
+    a = results.anomalies.get(check) or AnomalyResult(
+        count=None, unit="", error="missing from results.json"
+    )
+    case = ET.SubElement(suite, "testcase", classname=f"kafka-trial.{name}", name=check, time="0")
+    if a.count is None:
+        err = ET.SubElement(case, "error", message=f"{check}: could not decide", type="undecided")
+        err.text = str(a.error or a.undecided or "")
+        return "error"
+    if a.count and check not in results.allowed:
+        msg = f"{check}: {a.count} {a.unit} found, forbidden by this config"
+        fail = ET.SubElement(
+            case, "failure", message=f"{msg}; e.g. {_witnesses(a)}", type="forbidden-anomaly"
         )
-        count = a.get("count")
-        if count is None:
-            errors += 1
-            err = ET.SubElement(
-                case, "error", message=f"{check}: could not decide", type="undecided"
-            )
-            err.text = str(a.get("error") or a.get("undecided") or "")
-        elif count and check not in allowed:
-            failures += 1
-            msg = f"{check}: {count} {a.get('unit', '')} found, forbidden by this config"
-            fail = ET.SubElement(
-                case, "failure", message=f"{msg}; e.g. {_witnesses(a)}", type="forbidden-anomaly"
-            )
-            fail.text = f"{ANOMALIES[check].definition}\n{msg}\nwitnesses: {_witnesses(a)}"
-        else:
-            out = ET.SubElement(case, "system-out")
-            out.text = f"{check}: {count}" + (" (allowed by this config)" if count else "")
-    problems = results.get("problems") or []
+        fail.text = f"{results.definition(check)}\n{msg}\nwitnesses: {_witnesses(a)}"
+        return "failure"
+    out = ET.SubElement(case, "system-out")
+    out.text = f"{check}: {a.count}" + (" (allowed by this config)" if a.count else "")
+    return "pass"
+
+
+def testsuite(name: str, results: Results) -> ET.Element:
+    suite = ET.Element("testsuite", name=name)
+    kinds = [_case(suite, name, check, results) for check in ANOMALY_TYPES]
+    failures, errors = kinds.count("failure"), kinds.count("error")
+    problems = list(results.problems)
     case = ET.SubElement(suite, "testcase", classname=f"kafka-trial.{name}", name="history")
-    if results.get("valid") not in (True, False) or problems:
+    if results.valid not in (True, False) or problems:
         errors += 1
         err = ET.SubElement(
             case,
@@ -69,16 +68,11 @@ def testsuite(name: str, results: dict[str, Any]) -> ET.Element:
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     suite.set("skipped", "0")
-    suite.set("time", str(_get_time(results)))
+    suite.set("time", str(float(results.analysis.total_s)))
     return suite
 
 
-def _get_time(results: dict[str, Any]) -> float:
-    t = (results.get("analysis") or {}).get("total_s")
-    return float(t) if isinstance(t, (int, float)) else 0.0
-
-
-def write_junit(path: Path, runs: list[tuple[str, dict[str, Any]]]) -> Path:
+def write_junit(path: Path, runs: list[tuple[str, Results]]) -> Path:
     """One <testsuites> file with a testsuite per (run name, results)."""
     root = ET.Element("testsuites", name="kafka-trial")
     for name, results in runs:

@@ -1,4 +1,4 @@
-"""The short verdict printed after run/analyze, rendered from results.json alone: the
+"""The short verdict printed after run/analyze, rendered from `Results` alone: the
 counts, and a few witnesses of each anomaly found."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafka_trial.contracts.errors import TrialError
+from kafka_trial.checkers.results import Results
 
 WITNESSES = 3
 
@@ -20,41 +20,32 @@ def _witness(ex: Any) -> str:
     return text if len(text) <= 140 else text[:137] + "..."
 
 
-def render(results: dict[str, Any], run_dir: Path) -> str:
-    valid = results["valid"]
-    word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")  # type: ignore[call-overload]
-    allowed = set(results.get("allowed", []))
-    lines = [f"verdict: {word}"]
-    for name, a in results["anomalies"].items():
-        count = "?" if a["count"] is None else str(a["count"])
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
+def render(results: Results, run_dir: Path) -> str:
+    lines = [f"verdict: {results.word}"]
+    for name, a in results.anomalies.items():
+        count = "?" if a.count is None else str(a.count)
         tag = ""
-        if a["count"]:
-            tag = "  (allowed)" if name in allowed else "  <-- forbidden"
-        elif a["count"] is None:
-            tag = f"  (check failed: {a.get('error', '')})"
+        if a.count:
+            tag = "  (allowed)" if name in results.allowed else "  <-- forbidden"
+        elif a.count is None:
+            tag = f"  (check failed: {a.error or ''})"
         lines.append(f"  {name:<22}{count:>8}{tag}")
-        if a["count"]:
-            lines += [f"      e.g. {_witness(ex)}" for ex in a.get("examples", [])[:WITNESSES]]
-    st = results.get("stats", {})
-    outcomes = st.get("send_outcomes", {})
+        if a.count:
+            lines += [f"      e.g. {_witness(ex)}" for ex in a.examples[:WITNESSES]]
+    st = results.stats
     lines.append(
-        f"  sends: {st.get('sends_attempted', 0)} attempted, "
-        + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
-        + f"; records read {st.get('records_read', 0)}; nemesis ops {st.get('nemesis_ops', 0)}"
+        f"  sends: {st.sends_attempted} attempted, "
+        + _counts(st.send_outcomes)
+        + f"; records read {st.records_read}; nemesis ops {st.nemesis_ops}"
     )
-    for label, key in (("nemesis", "nemesis_done"), ("client events", "client_events")):
-        counts = st.get(key) or {}
+    for label, counts in (("nemesis", st.nemesis_done), ("client events", st.client_events)):
         if counts:
-            lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for p in results.get("problems", []):
-        lines.append(f"  problem: {p}")
-    written = results.get("analysis", {}).get("results_file")
+            lines.append(f"  {label}: " + _counts(counts))
+    lines += [f"  problem: {p}" for p in results.problems]
+    written = results.analysis.results_file
     lines.append(f"results: {written or Path(run_dir) / 'results.json'}")
     return "\n".join(lines)
-
-
-def load_results(run_dir: Path) -> dict[str, Any]:
-    p = run_dir / "results.json"
-    if not p.is_file():
-        raise TrialError(f"{p} is missing", f"run `kafka-trial analyze {run_dir}` first")
-    return json.loads(p.read_text())

@@ -1,7 +1,7 @@
-"""The analysis job: RUN_DIR/history.jsonl -> RUN_DIR/results.json.
+"""The analysis job: RUN_DIR/history.jsonl -> RUN_DIR/results.json (a `Results`).
 
 Runs in-process with an embedded Spark (local[*]) or against a spark:// master;
-`python -m spark_analysis.job RUN_DIR [MASTER]` runs it on its own as well.
+`python -m kafka_trial.spark_analysis.job RUN_DIR [MASTER]` runs it on its own as well.
 """
 
 from __future__ import annotations
@@ -17,12 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
+from kafka_trial.checkers.results import (
+    AnalysisFacts,
+    AnomalyResult,
+    DamagedLine,
+    HistoryHealth,
+    Results,
+    Stats,
+)
 from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import status
 from kafka_trial.spark_analysis.columnar import parsed_rows
-from kafka_trial.spark_analysis.history_frames import load
+from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
@@ -144,7 +152,7 @@ def analyze(
     spark_master: str | None = None,
     out_dir: Path | None = None,
     report: bool = False,
-) -> dict[str, Any]:
+) -> Results:
     """Judge a history: a run directory, a history.jsonl, or a URI Spark reads.
     results.json goes beside a local history, or to out_dir; with `report`, also
     report-data.json, the aggregates the HTML report draws."""
@@ -154,14 +162,10 @@ def analyze(
         status(None)
 
 
-def _analyze(
-    target: str | Path | HistorySource,
-    spark_master: str | None,
-    out_dir: Path | None,
-    report: bool,
-) -> dict[str, Any]:
-    status("analysis: starting Spark")
-    t0 = time.monotonic()
+def _session_for(
+    target: str | Path | HistorySource, spark_master: str | None, out_dir: Path | None
+) -> tuple[HistorySource, SparkSession, str, CheckSpec]:
+    """The history, the session that reads it, its master, and the run's check settings."""
     src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
     if out_dir is not None:
         src = dataclasses.replace(src, out_dir=out_dir)
@@ -176,7 +180,18 @@ def _analyze(
     else:
         check = read_check_settings(src.spec)
     master = spark_master or check.spark_master
-    spark = spark or spark_session(master)
+    return src, spark or spark_session(master), master, check
+
+
+def _analyze(
+    target: str | Path | HistorySource,
+    spark_master: str | None,
+    out_dir: Path | None,
+    report: bool,
+) -> Results:
+    status("analysis: starting Spark")
+    t0 = time.monotonic()
+    src, spark, master, check = _session_for(target, spark_master, out_dir)
     ranges = src.ranges(spark)
     if not ranges.exists():
         raise TrialError(f"{src.uri} not found", "check the URI and that Spark can read it")
@@ -201,26 +216,7 @@ def _analyze(
             one_task=one_task,
             columnar=use is not None and use.from_parquet,
         )
-        cut = ""
-        if tail == "cut":
-            found = last_line(ranges)
-            cut = found[0].decode("utf-8", "replace") if found else ""
-            # Python's JSON and Spark's differ at the edges (single quotes, text after the
-            # object): the tolerance is exact only if the analysis counted this very line.
-            if not line_is_damaged(spark, cut):
-                tail, cut = "ok", ""
-        problems: list[str] = []
-        tolerated = 1 if tail == "cut" else 0
-        if fr.damaged > tolerated:
-            inside = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
-            shown = "; ".join(
-                f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
-                for i, ln in inside[:3]
-            )
-            problems.append(
-                f"{fr.damaged - tolerated} damaged line(s) inside the history; "
-                f"results cover only the lines that parse (e.g. {shown})"
-            )
+        tail, problems = _history_problems(spark, ranges, tail, fr)
         status("analysis: running the checks")
         anomalies = run_checks(fr)
         st = stats(fr)
@@ -234,51 +230,98 @@ def _analyze(
         if st["client_ops"] == 0:
             # Nothing was sent or read: no anomaly is no evidence either.
             problems.append("no client operations in the history: nothing was tested")
-        verdict = decide(anomalies, check.allowed, problems)
-        results: dict[str, Any] = {
-            "valid": verdict.pop("valid"),
-            "anomalies": {
-                name: {**anomalies[name], "definition": ANOMALIES[name].definition}
-                for name in ANOMALY_TYPES
-            },
-            **verdict,
-            "allowed": list(check.allowed),
-            "stats": st,
-            "history": {
-                "path": str(src.local) if src.local is not None else src.uri,
-                "last_line": tail,
-                "damaged_lines": fr.damaged,
-                "damaged_examples": [{"index": i, "line": line} for i, line in fr.damaged_examples],
-                "open_invokes": fr.open_invokes,
-            },
-            "analysis": {
-                "spark_master": master,
-                "session_s": round(t_session, 3),
-                "cache": use.status if use else "remote",
-                "cache_found": use.found if use else "none",
-                "one_task": one_task,
-                "total_s": round(time.monotonic() - t0, 3),
-                "results_file": str(src.out_dir / "results.json"),
-            },
-        }
+        facts = AnalysisFacts(
+            spark_master=master,
+            session_s=round(t_session, 3),
+            cache=use.status if use else "remote",
+            cache_found=use.found if use else "none",
+            one_task=one_task,
+            total_s=round(time.monotonic() - t0, 3),
+            results_file=str(src.out_dir / "results.json"),
+        )
+        results = _results(src, fr, anomalies, st, problems, check, tail, facts)
         src.out_dir.mkdir(parents=True, exist_ok=True)
         if report:
             status("analysis: aggregating the report's data")
-            data = report_data(spark, fr, src.uri, results["anomalies"])
+            data = report_data(spark, fr, src.uri, results.to_dict()["anomalies"])
             data["history_uri"] = src.uri
-            _write_json(src.out_dir / "report-data.json", data)
-            results["analysis"]["total_s"] = round(time.monotonic() - t0, 3)
-        _write_json(src.out_dir / "results.json", results)
+            _write_text(src.out_dir / "report-data.json", json.dumps(data, indent=2, default=str))
+            total = round(time.monotonic() - t0, 3)
+            results = results.model_copy(
+                update={"analysis": facts.model_copy(update={"total_s": total})}
+            )
+        _write_text(src.out_dir / "results.json", results.to_json())
         return results
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _results(
+    src: HistorySource,
+    fr: Frames,
+    anomalies: dict[str, dict[str, Any]],
+    st: dict[str, Any],
+    problems: list[str],
+    check: CheckSpec,
+    tail: str,
+    facts: AnalysisFacts,
+) -> Results:
+    verdict = decide(anomalies, check.allowed, problems)
+    return Results(
+        valid=verdict.pop("valid"),
+        anomalies={
+            name: AnomalyResult(**anomalies[name], definition=ANOMALIES[name].definition)
+            for name in ANOMALY_TYPES
+        },
+        **verdict,
+        allowed=tuple(check.allowed),
+        stats=Stats(**st),
+        history=HistoryHealth(
+            path=str(src.local) if src.local is not None else src.uri,
+            last_line=tail,  # type: ignore[arg-type]
+            damaged_lines=fr.damaged,
+            damaged_examples=tuple(
+                DamagedLine(index=i, line=line) for i, line in fr.damaged_examples
+            ),
+            open_invokes=fr.open_invokes,
+        ),
+        analysis=facts,
+    )
+
+
+def _history_problems(
+    spark: SparkSession, ranges: ByteRanges, tail: str, fr: Frames
+) -> tuple[str, list[str]]:
+    """The last line's state as the analysis saw it, and the damage that makes the
+    history unable to decide the verdict."""
+    cut = ""
+    if tail == "cut":
+        found = last_line(ranges)
+        cut = found[0].decode("utf-8", "replace") if found else ""
+        # Python's JSON and Spark's differ at the edges (single quotes, text after the
+        # object): the tolerance is exact only if the analysis counted this very line.
+        if not line_is_damaged(spark, cut):
+            tail, cut = "ok", ""
+    problems: list[str] = []
+    tolerated = 1 if tail == "cut" else 0
+    if fr.damaged > tolerated:
+        inside = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
+        shown = "; ".join(
+            f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
+            for i, ln in inside[:3]
+        )
+        problems.append(
+            f"{fr.damaged - tolerated} damaged line(s) inside the history; "
+            f"results cover only the lines that parse (e.g. {shown})"
+        )
+    return tail, problems
+
+
+def _write_text(path: Path, text: str) -> None:
     # Written whole or not at all: a report never reads half a file.
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 
 if __name__ == "__main__":
     res = analyze(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
-    print(json.dumps({"valid": res["valid"]}))
+    print(json.dumps({"valid": res.valid}))

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
 @dataclass
 class ProcessIds:
-    _counter: itertools.count[int] = field(default_factory=itertools.count)
+    """Hands out process ids from `counter`: pass your own (`itertools.count(n)`, or an
+    iterator another history writer shares) so that two sources of ids never collide."""
+
+    counter: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next(self) -> int:
         with self._lock:
-            return next(self._counter)
+            return next(self.counter)
 
 
 @dataclass

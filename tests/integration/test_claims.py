@@ -21,7 +21,7 @@ from junitparser import JUnitXml
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
 from kafka_trial.harness.presets import PRESETS, preset
-from kafka_trial.harness.spec import _merge
+from kafka_trial.harness.spec import merge_config
 
 from tests.integration.conftest import containers_of
 from tests.integration.runs import stop_stuck
@@ -120,7 +120,7 @@ TWINS: dict[str, dict] = {
         for isolation in ("read_uncommitted", "read_committed")
     },
     # C9's twin: the same crashes without the application's resend.
-    "restart-no-resend": _merge(
+    "restart-no-resend": merge_config(
         preset("producer-restart-resend"),
         {"producer": {"resend_unacked": False}, "nemesis": {"faults": []}},
     ),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.harness.presets import preset
-from kafka_trial.harness.spec import _merge
+from kafka_trial.harness.spec import merge_config
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.integration.conftest import containers_of
@@ -41,7 +41,7 @@ def _finish(run_dir: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_finish_turns_a_killed_run_into_a_verdict(tmp_path: Path, images) -> None:
     high_rate = {"duration_s": 90, "seed": 11, "producer": {"target_rate": 30000}}
-    child = start_child(tmp_path, _merge(preset("safe"), high_rate))
+    child = start_child(tmp_path, merge_config(preset("safe"), high_rate))
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and child.poll() is None:

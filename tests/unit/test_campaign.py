@@ -10,19 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_trial.checkers.anomalies import ANOMALY_TYPES
+from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import set_status_sink, status
 from kafka_trial.harness import campaign as cp
 from kafka_trial.harness.cli import main
 from kafka_trial.harness.spec import RunSpec
+from kafka_trial.report.campaign import CampaignState, savings_line, summary_table, write_index
+
+from tests.results import made_results
 
 
-def _results(valid: Any, lost: int = 0) -> dict[str, Any]:
-    an = {n: {"count": 0, "examples": []} for n in ANOMALY_TYPES}
-    an["lost-write"]["count"] = lost
-    allowed = ["lost-write", "unseen"] if valid is True and lost else []
-    return {"valid": valid, "anomalies": an, "allowed": allowed, "stats": {}}
+def _results(valid: Any, lost: int = 0) -> Results:
+    allowed = ("lost-write", "unseen") if valid is True and lost else ()
+    return made_results(valid, {"lost-write": lost}, allowed=allowed)
 
 
 class FakeRuns:
@@ -32,7 +33,7 @@ class FakeRuns:
         self.ran: list[tuple[str, int]] = []
         self.interrupt_at = interrupt_at
 
-    def __call__(self, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+    def __call__(self, spec: RunSpec, run_dir: Path) -> Results:
         if self.interrupt_at is not None and len(self.ran) == self.interrupt_at:
             (run_dir / "history.jsonl").write_text('{"partial": true}\n')
             raise KeyboardInterrupt
@@ -80,13 +81,13 @@ def test_a_campaign_records_every_run_and_exits_with_the_worst_verdict(tmp_path:
     runs = FakeRuns()
     state = cp.run_campaign(spec, tmp_path, runs, say=lambda s: None)
     assert runs.ran == [("safe", 0), ("safe", 1), ("acks0", 0), ("acks0", 1)]
-    assert state["status"] == "done" and state["exit_code"] == 1
+    assert state.status == "done" and state.exit_code == 1
     saved = json.loads((tmp_path / "campaign.json").read_text())
     assert saved["runs"]["acks0-s1"]["forbidden"] == {"lost-write": 3}
     assert saved["runs"]["safe-s0"]["verdict"] == "valid"
-    table = cp.summary_table(saved)
+    table = summary_table(CampaignState.load(tmp_path))
     assert "acks0-s0" in table and "INVALID" in table and "lost-write 3" in table
-    index = cp.write_index(tmp_path, saved).read_text()
+    index = write_index(tmp_path, CampaignState.load(tmp_path)).read_text()
     assert '<a href="acks0-s1/report.html">acks0-s1</a>' in index
     assert "<td>C1</td>" in index  # acks0's claim
 
@@ -105,7 +106,7 @@ def test_an_interrupted_campaign_keeps_what_finished_and_resumes_the_rest(
     second = FakeRuns()
     state = cp.run_campaign(spec, tmp_path, second, resume=True, say=lambda s: None)
     assert second.ran == [("acks0", 0)]  # only what was missing
-    assert state["status"] == "done" and state["exit_code"] == 1
+    assert state.status == "done" and state.exit_code == 1
     # The interrupted attempt's history is kept beside the new run.
     kept = tmp_path / "acks0-s0.interrupted-1" / "history.jsonl"
     assert kept.read_text() == '{"partial": true}\n'
@@ -144,14 +145,17 @@ def test_runs_sharing_a_broker_side_run_together_for_the_warm_cluster() -> None:
 
 
 def test_savings_are_warm_readiness_against_the_mean_cold_start() -> None:
-    state = {
-        "runs": {
-            "a": {"warm_cluster": False, "cluster_ready_s": 12.0},
-            "b": {"warm_cluster": True, "cluster_ready_s": 0.5},
-            "c": {"warm_cluster": True, "cluster_ready_s": 1.5},
-            "d": {"status": "interrupted"},
+    state = CampaignState.model_validate(
+        {
+            "spec": {},
+            "runs": {
+                "a": {"run_dir": "a", "warm_cluster": False, "cluster_ready_s": 12.0},
+                "b": {"run_dir": "b", "warm_cluster": True, "cluster_ready_s": 0.5},
+                "c": {"run_dir": "c", "warm_cluster": True, "cluster_ready_s": 1.5},
+                "d": {"run_dir": "d", "status": "interrupted"},
+            },
         }
-    }
+    )
     got = cp.cluster_savings(state)
     assert got == {
         "runs": 3,
@@ -161,13 +165,13 @@ def test_savings_are_warm_readiness_against_the_mean_cold_start() -> None:
         "mean_warm_ready_s": 1.0,
         "saved_s": 22.0,
     }
-    assert "1 started for 3 runs" in cp.savings_line(got)
-    assert cp.savings_line(cp.cluster_savings({"runs": {}})) == ""
+    assert "1 started for 3 runs" in savings_line(got)
+    assert savings_line(cp.cluster_savings(CampaignState(spec={}))) == ""
 
 
 def test_a_run_that_crashes_is_recorded_and_the_campaign_goes_on(tmp_path: Path) -> None:
     class Crashing(FakeRuns):
-        def __call__(self, spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+        def __call__(self, spec: RunSpec, run_dir: Path) -> Results:
             if spec.name == "safe":
                 raise ValueError("a bug")
             return super().__call__(spec, run_dir)
@@ -175,9 +179,9 @@ def test_a_run_that_crashes_is_recorded_and_the_campaign_goes_on(tmp_path: Path)
     runs = Crashing()
     state = cp.run_campaign(cp.CampaignSpec(presets=("safe", "acks0")), tmp_path, runs, say=print)
     assert runs.ran == [("acks0", 0)]
-    assert state["runs"]["safe-s0"]["verdict"] == "error"
-    assert "ValueError: a bug" in state["runs"]["safe-s0"]["error"]
-    assert state["exit_code"] == 3
+    assert state.runs["safe-s0"].verdict == "error"
+    assert "ValueError: a bug" in (state.runs["safe-s0"].error or "")
+    assert state.exit_code == 3
 
 
 class Overlapped(FakeRuns):
@@ -202,7 +206,7 @@ class Overlapped(FakeRuns):
         super().__call__(spec, run_dir)
         (run_dir / "name").write_text(spec.name)
 
-    def judge(self, run_dir: Path) -> dict[str, Any]:
+    def judge(self, run_dir: Path) -> Results:
         self.judging_started.set()
         status("analysis: in the background")
         if not self.judged:
@@ -233,7 +237,7 @@ def test_each_run_is_judged_while_the_next_one_runs(tmp_path: Path) -> None:
     assert saved["runs"]["leader-epoch-s0"]["verdict"] == "error"
     assert "ValueError: a checker bug" in saved["runs"]["leader-epoch-s0"]["error"]
     assert all(r["status"] == "done" and "judge_s" in r for r in saved["runs"].values())
-    assert state["exit_code"] == 3
+    assert state.exit_code == 3
     # The background judge never took the status line from the run in front.
     assert "analysis: in the background" not in runs.statuses
 
@@ -257,5 +261,20 @@ def test_a_run_interrupted_before_it_was_judged_is_judged_on_resume_not_run_agai
     state = cp.run_campaign(spec, tmp_path, second, resume=True, say=print, judge=second.judge)
     assert second.ran == [("acks0", 0)]  # safe ran before: judged, not run again
     assert sorted(second.judged) == ["acks0-s0", "safe-s0"]
-    assert state["status"] == "done" and state["exit_code"] == 1
-    assert state["runs"]["safe-s0"]["verdict"] == "valid"
+    assert state.status == "done" and state.exit_code == 1
+    assert state.runs["safe-s0"].verdict == "valid"
+
+
+def test_the_index_names_the_claim_of_a_run_whose_nemesis_was_overridden(
+    tmp_path: Path,
+) -> None:
+    """The key is `safe-kill-s0`: the claim comes from the run's own name (safe: C4),
+    not from cutting the key at "-s" (which gave "safe-kill", no claim)."""
+    spec = cp.CampaignSpec(presets=("safe", "acks0"), nemesis=("kill",))
+    state = cp.run_campaign(spec, tmp_path, FakeRuns(), say=lambda s: None)
+    assert state.order == ["safe-kill-s0", "acks0-kill-s0"]
+    assert state.runs["safe-kill-s0"].name == "safe"
+    assert state.runs["safe-kill-s0"].source == "safe"
+    index = write_index(tmp_path, CampaignState.load(tmp_path)).read_text()
+    assert '<a href="safe-kill-s0/report.html">safe-kill-s0</a></td><td>C4</td>' in index
+    assert '<a href="acks0-kill-s0/report.html">acks0-kill-s0</a></td><td>C1</td>' in index

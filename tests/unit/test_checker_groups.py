@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_trial.harness.report import render
+from kafka_trial.report.text import render
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder

@@ -4,17 +4,18 @@ which still give a page that says what is missing."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 import pytest
 from kafka_trial.harness.cli import main
-from kafka_trial.harness.html_report import faults, write_report
+from kafka_trial.report.faults import faults
+from kafka_trial.report.html import write_report
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import made_results
 
 # A request would need a URL in an attribute that loads something; the SVG namespace
 # (xmlns) is a name, not a request.
@@ -123,22 +124,15 @@ def test_a_run_dir_without_analysis_or_files_gives_a_report(tmp_path: Path) -> N
     # A damaged results.json is named, not a traceback.
     (run / "results.json").write_text('{"valid": tr')
     html = write_report(run).read_text()
-    assert "results.json cannot be read (JSONDecodeError)" in html
+    assert "results.json cannot be read as results" in html
+    assert f"judge the history again: kafka-trial analyze {run}" in html
 
 
 def test_an_unknown_verdict_names_its_reason(tmp_path: Path) -> None:
     run = tmp_path / "unknown"
     run.mkdir()
-    (run / "results.json").write_text(
-        json.dumps(
-            {
-                "valid": "unknown",
-                "problems": ["the final drain never ran"],
-                "anomalies": {"unseen": {"count": 3, "unit": "values", "examples": []}},
-                "allowed": [],
-            }
-        )
-    )
+    made = made_results("unknown", {"unseen": 3}, problems=("the final drain never ran",))
+    (run / "results.json").write_text(made.to_json())
     html = write_report(run).read_text()
     assert "UNKNOWN: the history cannot decide the verdict (the final drain never ran)" in html
 

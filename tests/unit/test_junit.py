@@ -8,25 +8,22 @@ from typing import Any
 import pytest
 from junitparser import Error, Failure, JUnitXml
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
+from kafka_trial.checkers.results import Results
 from kafka_trial.harness.cli import main
-from kafka_trial.harness.junit import write_junit
 from kafka_trial.harness.runner import point_latest
+from kafka_trial.report.junit import write_junit
 
+from tests.results import made_results
 from tests.unit.test_html_report import lossy
 
 
-def _results(**counts: Any) -> dict[str, Any]:
-    anomalies = {n: {"count": 0, "unit": "values", "examples": []} for n in ANOMALY_TYPES}
-    for name, c in counts.items():
-        name = name.replace("_", "-")
-        anomalies[name] = {
-            "count": c,
-            "unit": "values",
-            "examples": [{"value": 7}, {"value": 8}, {"value": 9}] if c else [],
-        }
-        if c is None:
-            anomalies[name]["error"] = "Py4JError: boom"
-    return {"valid": False, "anomalies": anomalies, "allowed": ["duplicate"], "problems": []}
+def _results(valid: Any = False, problems: tuple[str, ...] = (), **counts: Any) -> Results:
+    return made_results(
+        valid,
+        {name.replace("_", "-"): c for name, c in counts.items()},
+        allowed=("duplicate",),
+        problems=problems,
+    )
 
 
 def _cases(path: Path) -> dict[str, Any]:
@@ -54,14 +51,14 @@ def test_a_forbidden_anomaly_fails_an_allowed_one_passes_an_undecided_one_errs(
 
 
 def test_a_clean_verdict_passes_every_case(tmp_path: Path) -> None:
-    res = {**_results(), "valid": True}
+    res = _results(valid=True)
     cases, suite = _cases(write_junit(tmp_path / "j.xml", [("clean", res)]))
     assert (suite.failures, suite.errors) == (0, 0)
     assert all(c.is_passed for c in cases.values())
 
 
 def test_an_unknown_verdict_is_an_error_naming_its_problem(tmp_path: Path) -> None:
-    res = {**_results(), "valid": "unknown", "problems": ["the final drain never ran"]}
+    res = _results(valid="unknown", problems=("the final drain never ran",))
     cases, suite = _cases(write_junit(tmp_path / "j.xml", [("cut", res)]))
     (err,) = cases["history"].result
     assert isinstance(err, Error) and "the final drain never ran" in err.message

@@ -1,6 +1,6 @@
 """The layering, asserted from the code's own imports so that it stays true.
 
-contracts -> cluster -> nemesis, workloads, checkers -> spark_analysis -> harness:
+contracts -> cluster -> nemesis, workloads, checkers -> spark_analysis -> report -> harness:
 a package may import only the packages below it (every import counts, including
 ones inside functions and under TYPE_CHECKING).
 """
@@ -21,12 +21,32 @@ ALLOWED: dict[str, set[str]] = {
     "nemesis": {"contracts", "cluster"},
     "workloads": {"contracts", "cluster"},
     "checkers": {"contracts"},
-    "spark_analysis": {"contracts", "checkers"},
-    "harness": {"contracts", "cluster", "nemesis", "workloads", "checkers", "spark_analysis"},
+    # spark_analysis uses cluster only for host installs (a Java runtime).
+    "spark_analysis": {"contracts", "cluster", "checkers"},
+    # The output layer: it reads Results and the run directory, asks the registries
+    # (checkers, nemesis) what things mean, and judges through the analysis.
+    "report": {"contracts", "nemesis", "checkers", "spark_analysis"},
+    "harness": {
+        "contracts",
+        "cluster",
+        "nemesis",
+        "workloads",
+        "checkers",
+        "spark_analysis",
+        "report",
+    },
 }
 # The root package only carries the version and `python -m kafka_trial`.
 ROOT_PACKAGE_MAY_IMPORT = {"harness"}
-OLD_NAMES = {"harness", "nemesis", "workloads", "checkers", "spark_analysis", "contracts"}
+OLD_NAMES = {
+    "harness",
+    "nemesis",
+    "workloads",
+    "checkers",
+    "spark_analysis",
+    "contracts",
+    "report",
+}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_trial.harness.html_report import write_report
+from kafka_trial.report.html import write_report
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.browser import load

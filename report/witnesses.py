@@ -1,0 +1,128 @@
+"""A witness in words: its sends, its reads, what was read at its position instead,
+what it proves (the anomaly registry's wording), and the faults in between.
+
+The ops come from report-data.json (Spark's `report_data`), bounded per witness."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from kafka_trial.checkers.anomalies import ANOMALIES
+from kafka_trial.report.faults import Fault, active
+
+
+def _e(v: Any) -> str:
+    return escape(str(v))
+
+
+def _s(t_ns: Any) -> str:
+    return f"{t_ns / 1e9:.3f}s" if isinstance(t_ns, (int, float)) else "?"
+
+
+def ops_of(data: dict[str, Any] | None, kind: str, **match: Any) -> list[dict[str, Any]]:
+    rows = ((data or {}).get("witnesses") or {}).get(kind) or []
+    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+
+
+def _who(r: dict[str, Any]) -> str:
+    return f"{_e(r.get('role') or 'consumer')} process {_e(r.get('process'))}"
+
+
+def _sends(sends: list[dict[str, Any]]) -> tuple[list[str], float | None]:
+    parts: list[str] = []
+    mark: float | None = None
+    for s in sends[:4]:
+        acked = s.get("outcome") == "ok"
+        where = f"partition {s.get('partition')} offset {s.get('offset')}"
+        parts.append(
+            f"Sent by process {_e(s.get('process'))} in {_e(s.get('f'))} op #{_e(s.get('index'))}"
+            f": invoked {_s(s.get('invoke_time'))}, completed {_s(s.get('time'))} "
+            f"<b>{_e(s.get('outcome'))}</b>" + (f" at {where}" if acked else "") + "."
+        )
+        if acked and mark is None and isinstance(s.get("time"), int):
+            mark = s["time"] / 1e9
+    return parts, mark
+
+
+def _reads(reads: list[dict[str, Any]]) -> list[str]:
+    if not reads:
+        return ["No read ever returned this value."]
+    parts = [
+        f"Read by {_who(r)} (op #{_e(r.get('index'))}, {_s(r.get('time'))}) at partition "
+        f"{_e(r.get('partition'))} offset {_e(r.get('offset'))}."
+        for r in reads[:4]
+    ]
+    if len(reads) > 4:
+        parts.append(f"... and {len(reads) - 4} more reads of it.")
+    return parts
+
+
+def _position(
+    ex: dict[str, Any], data: dict[str, Any] | None, reads: list[dict[str, Any]]
+) -> list[str]:
+    """What reads found at the witness's position instead, and the reads that went past it."""
+    value = ex.get("value")
+    pos = (ex.get("topic"), ex.get("partition"), ex.get("offset"))
+    if None in pos:
+        return []
+    parts: list[str] = []
+    at = ops_of(data, "at_position", topic=pos[0], partition=pos[1], offset=pos[2])
+    others = [r for r in at if r.get("value") != value]
+    if others:
+        parts.append(
+            f"At partition {pos[1]} offset {pos[2]}, reads returned instead: "
+            + "; ".join(
+                f"value {_e(r.get('value'))} ({_who(r)}, {_s(r.get('time'))})" for r in others[:4]
+            )
+            + "."
+        )
+    elif value is not None and data is not None and not at:
+        parts.append(f"No read returned any record at partition {pos[1]} offset {pos[2]}.")
+    if data is None:
+        return parts
+    past = [
+        r
+        for r in ops_of(data, "past_position")
+        if (r.get("p_topic"), r.get("p_partition"), r.get("p_offset")) == pos
+    ]
+    if past and not reads:
+        parts.append(
+            f"Reads that went past offset {pos[2]} first: "
+            + "; ".join(
+                f"{_who(r)} read offset {_e(r.get('offset'))} (value {_e(r.get('value'))}, op "
+                f"#{_e(r.get('index'))}, {_s(r.get('time'))})"
+                for r in past
+            )
+            + "."
+        )
+    return parts
+
+
+def explain(
+    name: str, ex: dict[str, Any], data: dict[str, Any] | None, fs: list[Fault], t_end: float
+) -> tuple[str, float | None]:
+    """An example in words, from the history. Returns (html, time to mark)."""
+    value = ex.get("value")
+    sends = ops_of(data, "sends", value=value) if value is not None else []
+    reads = ops_of(data, "reads", value=value) if value is not None else []
+    parts, mark = _sends(sends)
+    if value is not None and data is not None:
+        parts += _reads(reads)
+    parts += _position(ex, data, reads)
+    if (proves := ANOMALIES[name].explain(ex) if name in ANOMALIES else None) is not None:
+        parts.append(_e(proves))
+    if mark is not None:
+        last_read = max(
+            (r["time"] / 1e9 for r in reads if isinstance(r.get("time"), int)), default=t_end
+        )
+        during = active(fs, mark, last_read)
+        parts.append(
+            "Faults active between the acknowledgement and the last read: "
+            + (", ".join(_e(a) for a in during) if during else "none")
+            + "."
+        )
+    fields = ", ".join(f"{_e(k)}={_e(json.dumps(v))}" for k, v in ex.items())
+    parts.append(f'<span class="fields">evidence: {fields}</span>')
+    return " ".join(parts), mark

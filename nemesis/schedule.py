@@ -5,6 +5,10 @@ period a random subset of the fault packages is active (an empty subset is a qui
 period); every active package is healed at the period's end. Decisions are data
 (which package, and a number that picks its targets when the fault starts); they
 are saved with the run so a failing run can be replayed.
+
+A run that asks for faults gets every one of them: the last period that fits takes
+in whatever package no earlier period drew. A fault phase shorter than one period
+(`min_duration_s`) could inject nothing, and the run spec refuses it.
 """
 
 from __future__ import annotations
@@ -34,14 +38,28 @@ def _subset(rng: random.Random, faults: tuple[str, ...]) -> list[str]:
     return [f for f in faults if rng.random() < 0.5]
 
 
+def min_duration_s(spec: NemesisSpec) -> float:
+    """The shortest fault phase in which every package fires: one quiet gap, one fault."""
+    return spec.quiet_s + spec.fault_s if spec.faults else 0.0
+
+
 def schedule(spec: NemesisSpec, seed: int, duration_s: float) -> list[Step]:
     rng = random.Random(seed)
     steps: list[Step] = []
+    fired: set[str] = set()
     t = spec.quiet_s
     while spec.faults and t + spec.fault_s <= duration_s:
         active = _subset(rng, spec.faults)
-        for package in active:
-            steps.append(Step(round(t, 3), "fault", package, rng.randrange(1 << 30)))
+        picks = [rng.randrange(1 << 30) for _ in active]
+        if t + 2 * spec.fault_s + spec.quiet_s > duration_s:
+            # The last period: a package the draws left out fires now, or never. It
+            # comes after the drawn ones, so their picks stay what the seed gave them.
+            missing = [f for f in spec.faults if f not in fired and f not in active]
+            active += missing
+            picks += [rng.randrange(1 << 30) for _ in missing]
+        fired.update(active)
+        for package, pick in zip(active, picks, strict=True):
+            steps.append(Step(round(t, 3), "fault", package, pick))
         t += spec.fault_s
         for package in reversed(active):
             steps.append(Step(round(t, 3), "heal", package))

@@ -17,7 +17,9 @@ from tests.rundirs import run_dirs
 
 def _run(tmp_path: Path, config: dict) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(yaml.safe_dump({"runs_dir": str(tmp_path / "runs"), "duration_s": 5, **config}))
+    # No faults: 5 s is shorter than any fault period, and these runs test set-up only.
+    base = {"runs_dir": str(tmp_path / "runs"), "duration_s": 5, "nemesis": {"faults": []}}
+    cfg.write_text(yaml.safe_dump({**base, **config}))
     return subprocess.run(
         [sys.executable, "-m", "kafka_trial", "run", "-c", str(cfg), "--no-analyze"],
         capture_output=True,

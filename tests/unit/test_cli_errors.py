@@ -39,6 +39,8 @@ def test_missing_docker_engine(tmp_path: Path) -> None:
         str(tmp_path),
         "--duration",
         "5",
+        "--nemesis",
+        "none",
         env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
     )
     assert r.returncode == 3

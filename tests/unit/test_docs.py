@@ -41,3 +41,43 @@ def test_presets_command_lists_every_preset_with_its_claim(capsys) -> None:
         assert f"\n{name}\n" in f"\n{out}", name
         assert f"claim {CLAIMS[name].id}: " in out
     assert "  faults: kill-leader, isolate-broker, pause\n" in out  # safe's
+
+
+def test_readme_preset_table_is_the_presets_words() -> None:
+    from kafka_trial.harness.presets import PRESETS, markdown_table
+
+    table = markdown_table()
+    assert table in README
+    assert all(f"| `{name}` |" in table for name in PRESETS)
+
+
+def test_presets_say_where_to_start_and_how_long_a_run_must_be(capsys) -> None:
+    """A newcomer's questions: which preset first, and how short a run may be before
+    its faults cannot fire; the fault names are the README's."""
+    from kafka_trial.harness.cli import main
+    from kafka_trial.harness.presets import PRESET_WORDS
+
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Start here: `kafka-trial run --preset safe`")
+    assert "  fault packages: kill-leader, isolate-broker, pause; every one fires in " in out
+    assert "--duration 14 or more" in out
+    assert "--duration 4 or more" in out  # inflight-reorder: 1 s quiet, 3 s faults
+    for _, faults in PRESET_WORDS.values():
+        assert f"  faults: {faults}\n" in out
+
+
+def test_every_flag_of_every_command_has_help() -> None:
+    from kafka_trial.harness.cli import parser
+
+    p = parser()
+    bare = [
+        f"{name} {'/'.join(a.option_strings) or a.dest}"
+        for name, sub in p._subparsers._group_actions[0].choices.items()  # type: ignore[union-attr]
+        for a in sub._actions
+        if not a.help and a.dest != "help"
+    ]
+    assert bare == []
+    subs = p._subparsers._group_actions[0]  # type: ignore[union-attr]
+    assert all(c.help for c in subs._choices_actions)
+    assert all(sub.description for sub in subs.choices.values())

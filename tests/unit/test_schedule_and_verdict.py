@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import pytest
 from kafka_trial.checkers.verdict import decide, exit_code, merge
-from kafka_trial.nemesis.schedule import schedule
+from kafka_trial.nemesis.schedule import min_duration_s, schedule
 from kafka_trial.nemesis.settings import NemesisSpec
 
 
@@ -40,6 +41,19 @@ def test_periods_use_random_subsets_and_some_are_quiet() -> None:
 def test_a_single_package_is_always_active() -> None:
     steps = schedule(NemesisSpec(faults=("kill",), fault_s=5, quiet_s=3), 1, 40)
     assert [s.action for s in steps] == ["fault", "heal"] * (len(steps) // 2)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_package_asked_for_fires_in_the_shortest_phase_that_fits(seed: int) -> None:
+    """The default run of 20 s fits one period; seed 0 used to draw no package in it,
+    and the run passed having tested nothing."""
+    spec = NemesisSpec(faults=("kill-leader", "isolate-broker", "pause"))
+    assert min_duration_s(spec) == 14.0
+    for duration in (14.0, 20.0, 33.0, 60.0):
+        steps = schedule(spec, seed, duration)
+        assert {s.package for s in steps if s.action == "fault"} == set(spec.faults)
+        assert all(s.at_s <= duration for s in steps)
+    assert schedule(spec, seed, 13.9) == []  # no period fits: the spec refuses such runs
 
 
 def test_no_faults_no_steps() -> None:

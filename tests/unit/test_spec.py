@@ -157,7 +157,7 @@ def test_any_setting_is_a_flag_by_its_dotted_key(capsys: pytest.CaptureFixture[s
         ["run", "--set", "producer.linger_ms=20", "--set", "nemesis.faults=[pause, kill]",
          "--set", "topic.unclean_leader_election=true", "--acks", "all"]
     )  # fmt: skip
-    s = load_spec(None, _overrides(a))
+    s = load_spec(None, _overrides(a)[0])
     assert s.producer.linger_ms == 20 and s.nemesis.faults == ("pause", "kill")
     assert s.topic.unclean_leader_election is True
     # A misspelt key is caught before anything starts, with a suggestion.

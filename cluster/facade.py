@@ -139,6 +139,13 @@ class Cluster:
         self.observe.close()
         remove_leftovers(self.client, run=self.run_id)
 
+    def engine_alive(self) -> bool:
+        """Whether the Docker engine still answers (a refused socket answers at once)."""
+        try:
+            return bool(self.client.ping())
+        except Exception:  # docker's, requests' and the socket's errors all mean no
+            return False
+
     # --- observation and administration ----------------------------------------------
 
     def admin(self) -> AdminClient:

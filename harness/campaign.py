@@ -60,7 +60,9 @@ class CampaignSpec(Frozen):
     nemesis: tuple[str, ...] = Field(
         (), description="fault package lists, each comma-separated; empty: each run's own"
     )
-    seeds: int | tuple[int, ...] = Field(1, description="a count (0..N-1) or a list of seeds")
+    seeds: int | tuple[int, ...] = Field(
+        1, description="a count (0..N-1, N >= 1) or a list of seeds"
+    )
     kafka_versions: tuple[str, ...] = Field((), description="empty: each run's own")
     duration_s: float | None = Field(None, gt=0, description="every run's fault phase")
     overrides: dict[str, Any] = Field(default_factory=dict, description="applied to every run")
@@ -135,6 +137,12 @@ def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
         out.append(Entry(key, config, source))
     if problems:
         raise TrialError("; ".join(problems), "fix the campaign's runs named above")
+    if not out:
+        # Nothing to run is no verdict: a CI gate must not read it as a pass.
+        raise TrialError(
+            f"the campaign's matrix is empty (seeds: {spec.seeds!r})",
+            "give --seeds 1 or more (or seeds: [0, 1] in the campaign file)",
+        )
     if len({e.key for e in out}) != len(out):
         raise TrialError("the campaign lists the same run twice", "remove the duplicate")
     return _grouped_by_broker_side(out)
@@ -260,7 +268,8 @@ class _Campaign:
             rec.judge_s = round(outcome.seconds, 1)
             self.record(key, rec, outcome)
             took = f"ran {rec.run_s or 0:.0f}s, judged {outcome.seconds:.0f}s"
-            self.say(f"    {key}: {rec.verdict} ({took})")
+            why = f": {rec.error}" if rec.error else ""
+            self.say(f"    {key}: {rec.verdict} ({took}){why}")
 
     def _skip(self, i: int, e: Entry) -> bool:
         """A run this campaign finished before (--resume) is not run again."""
@@ -308,7 +317,8 @@ class _Campaign:
                 traceback.print_exc()
             rec.run_s = round(time.monotonic() - t0, 1)
             self.record(e.key, rec, _Outcome(None, err, 0.0))
-            self.say(f"    {rec.verdict} in {rec.time_s:.0f}s")
+            # The reason on the terminal, not only in campaign.json: a CI log shows it.
+            self.say(f"    {rec.verdict} in {rec.time_s:.0f}s: {rec.error}")
             return
         rec.run_s = round(time.monotonic() - t0, 1)
         rec.warm_cluster, rec.cluster_ready_s = _cluster_use(run_dir)

@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(a.fn(a))
     except TrialError as e:
         print(e.one_line(), file=sys.stderr)
-        return 3
+        return e.exit_code
     except BrokenPipeError:
         # The reader left (`| head`): no traceback; stdout points nowhere from here on.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

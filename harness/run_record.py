@@ -28,6 +28,10 @@ class RunRecord:
     history_ops_per_s: float | None = None
     values_acked_per_s: float | None = None
     failed_phase: str | None = None  # the phase an exception (or Ctrl-C) ended the run in
+    # When the fault phase started, on the history's clock (ns): schedule.json's at_s
+    # count from here, and so do the report's times. None: the phase never started.
+    fault_phase_start_ns: int | None = None
+    error: str | None = None  # the exception, when one ended it
 
     @property
     def send_ops(self) -> int:
@@ -56,6 +60,10 @@ class RunRecord:
         out["ops_per_s"] = round(self.ops_per_s, 1)
         if self.failed_phase is not None:
             out["failed_phase"] = self.failed_phase
+        if self.fault_phase_start_ns is not None:
+            out["fault_phase_start_ns"] = self.fault_phase_start_ns
+        if self.error is not None:
+            out["error"] = self.error
         return out
 
     def to_json(self) -> str:

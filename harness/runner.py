@@ -25,9 +25,10 @@ from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.images import ensure_images
 from kafka_trial.cluster.timeline import StateTimeline
-from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.errors import RunAborted, TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import activity, guarded, log, status
+from kafka_trial.harness.engine_watch import EngineWatch
 from kafka_trial.harness.run_record import RunRecord
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster
@@ -81,7 +82,8 @@ def new_run_dir(spec: RunSpec) -> Path:
         / f"{stamp}-{spec.name}-{socket.gethostname()[:8]}-{time.time_ns() % 10**6:06d}"
     )
     d.mkdir(parents=True, exist_ok=False)
-    point_latest(d)
+    # `latest` moves once the run has a history (run() does it): a run that failed to
+    # set up has nothing to analyze or finish, and must not hide the last one that did.
     return d
 
 
@@ -124,18 +126,34 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
     """One run. With `warm`, the run takes the warm cluster if its broker side fits
     (with fresh topic names, recorded in spec.json) and gives it back healed if the
     run ends healthy; without, it starts its own cluster and removes it."""
-    r = _Run(spec, run_dir, warm)
+    try:
+        r = _Run(spec, run_dir, warm)
+    except BaseException as e:
+        _mark_failed(run_dir, "setup", e)
+        raise
     try:
         with signals_interrupt():
             r.cluster_ready()
+            point_latest(run_dir)
             r.load()
             r.final_heal()
             r.drain()
             r.completed = True
+    except Exception as e:
+        r.record.error = f"{type(e).__name__}: {e}"[:500]
+        raise
     finally:
         with signals_deferred():
             r.teardown()
     return r.outcome()
+
+
+def _mark_failed(run_dir: Path, phase: str, e: BaseException) -> None:
+    """A run that failed before it had a cluster: run.json says where and why."""
+    with contextlib.suppress(OSError):
+        (run_dir / "run.json").write_text(
+            json.dumps({"failed_phase": phase, "error": f"{type(e).__name__}: {e}"[:500]})
+        )
 
 
 class _Run:
@@ -160,8 +178,14 @@ class _Run:
         self.t_wall = time.time()
         with self._phase("setup"):
             self._set_up(spec)
-        self._write_schedule()
-        self._build()
+        try:
+            self._write_schedule()
+            self._build()
+        except BaseException:
+            # The cluster is this run's (or the warm holder's) until the run's try
+            # begins: give it back or remove it, or it outlives the failed run.
+            _release_quietly(_releaser(self.cluster, self.warm, [], False))
+            raise
         self.load_s = 0.0
         self.healthy = False
         self.drain_complete = False
@@ -229,6 +253,7 @@ class _Run:
         self.observers: list[threading.Thread] = []
         self.faults = Nemesis(self.cluster, self.history, spec.nemesis, spec.topic.name)
         self.nemesis = NemesisRunner(self.faults, self.steps, self.nemesis_stop)
+        self.watch = EngineWatch(self.cluster, (self.nemesis_stop, self.ctx.abort))
 
     def cluster_ready(self) -> None:
         spec, cluster = self.spec, self.cluster
@@ -254,6 +279,7 @@ class _Run:
                         "read logs/kafka-N.log in the run directory",
                     )
         log(f"cluster ready: {cluster.bootstrap}")
+        self.watch.start()
 
     def load(self) -> None:
         """The clients' load through the fault phase and the quiet spell after it."""
@@ -265,11 +291,17 @@ class _Run:
             )
             t_load = time.monotonic()
             self.session.start()
+            self.record.fault_phase_start_ns = self.history.elapsed_ns()  # schedule's t=0
             nemesis_thread.start()
             n_faults = sum(s.action == "fault" for s in self.steps)
             log(f"fault phase: {spec.duration_s:.0f}s, {n_faults} faults scheduled")
             _fault_phase(self.nemesis_stop, spec.duration_s, self.history, self.faults)
             self.nemesis_stop.set()
+            if self.watch.lost:
+                # Nothing answers any more: every client op would wait out its delivery
+                # timeout, and the heal and drain have no cluster to act on.
+                self.session.stop(join_s=2)
+                self._engine_lost()
             # A fault in progress finishes first (it may block, e.g. waiting for an ISR
             # shrink, but never forever), and the clients keep writing through it and
             # for a quiet spell after: what a fault did shows in what comes after it.
@@ -308,6 +340,8 @@ class _Run:
             log("final drain")
             with activity("final drain: reading every partition to its end"):
                 summary = self.session.finish(self.spec.drain)
+            if self.watch.lost:
+                self._engine_lost()
             self.drain_complete = summary.complete
             self.record.drain_summary = summary.to_dict()
         rec, load_s = self.record, self.load_s
@@ -318,8 +352,20 @@ class _Run:
         # Acknowledged during the load phase: the drain adds none.
         rec.values_acked_per_s = summary.values_acked / load_s if load_s > 0 else 0.0
 
+    def _engine_lost(self) -> None:
+        at = self.watch.lost_after_s or 0.0
+        phase = self.current_phase.replace("_", " ")
+        raise RunAborted(
+            f"the Docker engine stopped answering during the {phase} "
+            f"({at:.0f} s after the cluster was ready); the run stopped there and kept its "
+            f"history in {self.run_dir}",
+            "start the engine again, then `kafka-trial cleanup` removes what is left; "
+            f"`kafka-trial analyze {self.run_dir}` judges what was recorded (unknown)",
+        )
+
     def teardown(self) -> None:
         """Stop everything, clean up (see _finish), and write run.json last."""
+        self.watch.stop()
         if not self.completed:
             self.record.failed_phase = self.current_phase
         self.nemesis_stop.set()
@@ -366,11 +412,20 @@ def _fault_phase(
             return
         rate = (n - last_n) / max(now - last_t, 1e-6)
         last_t, last_n = now, n
-        active = ", ".join(_fault_label(a.package, a.results) for a in faults.outstanding)
         status(
             f"fault phase: {now - t0:.0f}/{duration_s:g}s, {rate:,.0f} ops/s, "
-            f"{n:,} ops recorded, faults now: {active or 'none'}"
+            f"{n:,} ops recorded, faults now: {faults_now(faults)}"
         )
+
+
+def faults_now(faults: Nemesis) -> str:
+    """The status line's faults: each outstanding one with the brokers it hit; one whose
+    heal failed says so (it is not gone because its heal was tried)."""
+    active = ", ".join(
+        _fault_label(a.package, a.results) + (" (heal failed)" if faults.heal_failed(a) else "")
+        for a in faults.outstanding
+    )
+    return active or "none"
 
 
 def _fault_label(package: str, results: tuple[dict[str, Any] | None, ...]) -> str:
@@ -440,9 +495,17 @@ def _finish(
         except Exception as e:
             log(f"log collection incomplete: {e}")
         finally:
-            if release is None:
-                cluster.teardown()
-                done = "cluster removed"
-            else:
-                done = release(healed)
+            done = _release_quietly(release or _releaser(cluster, None, [], False), healed)
             log(f"{done}; run directory {run_dir}")
+
+
+def _release_quietly(release: Callable[[bool], str], healed: bool = False) -> str:
+    """Release the cluster; if the engine is gone that cannot work, and saying what to
+    do once it is back beats a traceback over the one line that matters."""
+    try:
+        return release(healed)
+    except Exception as e:
+        return (
+            f"the cluster could not be removed ({type(e).__name__}: {str(e)[:200]}); once the "
+            "engine answers again, `kafka-trial cleanup` removes it"
+        )

@@ -53,6 +53,7 @@ class Nemesis:
         self.topic = topic
         self._packages: dict[str, Package] = dict(packages or {})
         self._outstanding: list[Applied] = []
+        self._heal_failed: set[int] = set()  # ids of outstanding faults a heal failed on
         self._lock = threading.Lock()
 
     def package(self, name: str) -> Package:
@@ -95,7 +96,8 @@ class Nemesis:
 
     def heal(self, target: str | Applied | None = None) -> int:
         """Undo outstanding faults, latest first: one record, every fault of one
-        package (by name), or everything (None). Returns how many were healed."""
+        package (by name), or everything (None). Returns how many were healed; one
+        whose heal failed stays outstanding."""
         with self._lock:
             chosen = [
                 a
@@ -106,6 +108,7 @@ class Nemesis:
             ]
             for a in chosen:
                 self._outstanding.remove(a)
+        healed = 0
         for a in reversed(chosen):
             h = a.heal
             assert h is not None
@@ -114,8 +117,22 @@ class Nemesis:
                 apply_undo(self.cluster, h.undo)
                 return h.result
 
-            self.rec.do(h.f, h.value, act)
-        return len(chosen)
+            if self.rec.do(h.f, h.value, act):
+                healed += 1
+                with self._lock:
+                    self._heal_failed.discard(id(a))
+                continue
+            # Not healed as far as anyone knows: still outstanding (a later heal, or the
+            # final one, tries again), and shown as a heal that failed.
+            with self._lock:
+                self._outstanding.append(a)
+                self._heal_failed.add(id(a))
+        return healed
+
+    def heal_failed(self, applied: Applied) -> bool:
+        """Whether the last attempt to heal this fault failed."""
+        with self._lock:
+            return id(applied) in self._heal_failed
 
     def heal_all(self) -> bool:
         """Undo what is outstanding, then make every link whole and every node run."""

@@ -41,8 +41,9 @@ class NemesisRunner:
                         self._last_change = time.monotonic()
                 return
             if step.action == "fault":
-                self.nemesis.apply(step.package, step.pick)
-                self.faults_done += 1
+                # Counted only if it took effect: a run must not claim faults it lacked.
+                if self.nemesis.apply(step.package, step.pick).ok:
+                    self.faults_done += 1
             else:
                 self.nemesis.heal(step.package)
             self._last_change = time.monotonic()

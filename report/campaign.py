@@ -42,6 +42,8 @@ class CampaignRun(BaseModel):
     allowed: dict[str, int] = Field(default_factory=dict)
     problems: tuple[str, ...] = ()
     acked: int | None = None
+    faults_injected: int | None = None
+    claim_borne: bool | None = None  # None: no claim, or not judged
     error: str | None = None
     run_s: float | None = None
     judge_s: float | None = None
@@ -55,6 +57,9 @@ class CampaignRun(BaseModel):
         self.allowed = results.permitted()
         self.problems = results.problems
         self.acked = results.stats.send_outcomes.get("ok", 0)
+        self.faults_injected = results.stats.faults_injected
+        claim = CLAIMS.get(self.name)
+        self.claim_borne = claim.judge(results).borne if claim is not None else None
         self.code = results.exit_code
         self.verdict = VERDICT_OF_CODE[self.code]
         self.status = "done"
@@ -70,6 +75,14 @@ class CampaignRun(BaseModel):
     @property
     def shown_verdict(self) -> str:
         return self.verdict or self.status
+
+    @property
+    def claim_cell(self) -> str:
+        """The claim and whether this run bore it out: `C2 yes`, `C4 NO`, `C1 ?`."""
+        if not self.claim_id:
+            return "-"
+        word = {True: "yes", False: "NO", None: "?"}[self.claim_borne]
+        return f"{self.claim_id} {word}"
 
 
 class CampaignState(BaseModel):
@@ -102,18 +115,20 @@ def _counts(d: dict[str, int]) -> str:
 
 
 def summary_table(state: CampaignState) -> str:
-    rows = [
-        ("run", "settings", "verdict", "forbidden seen", "allowed seen", "acked", "cluster", "time")
-    ]
+    """One row per run, no cell cut (each run's settings are in campaign.json and
+    index.html). `claim`: whether the run bore its preset's claim out."""
+    head = ("run", "verdict", "faults", "claim", "forbidden seen", "allowed seen", "acked")
+    rows = [(*head, "cluster", "time")]
     for key, r in state.in_order():
         if r is None:
-            rows.append((key, "", "not run", "-", "-", "", "", ""))
+            rows.append((key, "not run", "", "", "-", "-", "", "", ""))
             continue
         rows.append(
             (
                 key,
-                r.settings,
-                r.shown_verdict,
+                r.shown_verdict + (f" ({r.error})" if r.error else ""),
+                "" if r.faults_injected is None else str(r.faults_injected),
+                r.claim_cell,
                 _counts(r.forbidden),
                 _counts(r.allowed),
                 "" if r.acked is None else str(r.acked),
@@ -121,9 +136,9 @@ def summary_table(state: CampaignState) -> str:
                 "" if r.time_s is None else f"{r.time_s:.0f}s",
             )
         )
-    widths = [min(max(len(row[i]) for row in rows), 48) for i in range(len(rows[0]))]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
-        "  ".join(cell[:48].ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     )
 
@@ -149,6 +164,10 @@ _INDEX_CSS = (
 )
 
 
+def _yes(borne: bool | None) -> str:
+    return {True: "yes", False: "no", None: "not judged"}[borne]
+
+
 def _index_row(camp_dir: Path, key: str, r: CampaignRun | None) -> str:
     report = Path(key) / "report.html"
     link = (
@@ -158,13 +177,15 @@ def _index_row(camp_dir: Path, key: str, r: CampaignRun | None) -> str:
     )
     if r is None:
         return f'<tr class="unk"><td>{link}</td><td></td><td></td><td>not run</td>' + (
-            "<td>-</td>" * 2 + "<td></td></tr>"
+            "<td></td>" * 2 + "<td>-</td>" * 2 + "<td></td></tr>"
         )
     verdict = r.shown_verdict
     cls = {"valid": "ok", "INVALID": "bad"}.get(verdict, "unk")
     return (
         f'<tr class="{cls}"><td>{link}</td><td>{escape(r.claim_id)}</td>'
         f"<td>{escape(r.settings)}</td><td>{escape(verdict)}</td>"
+        f"<td>{escape(_yes(r.claim_borne) if r.claim_id else '')}</td>"
+        f"<td>{escape('' if r.faults_injected is None else str(r.faults_injected))}</td>"
         f"<td>{escape(_counts(r.forbidden))}</td><td>{escape(_counts(r.allowed))}</td>"
         f"<td>{escape('' if r.time_s is None else str(r.time_s))}</td></tr>"
     )
@@ -181,7 +202,8 @@ def write_index(camp_dir: Path, state: CampaignState) -> Path:
         f"<style>{_INDEX_CSS}</style></head><body>"
         f"<h1>Campaign {escape(camp_dir.name)}: {escape(state.status)}</h1>"
         "<table><thead><tr><th>run</th><th>claim</th><th>settings</th><th>verdict</th>"
-        "<th>forbidden seen</th><th>allowed seen</th><th>time (s)</th></tr></thead><tbody>"
+        "<th>claim borne out</th><th>faults injected</th><th>forbidden seen</th>"
+        "<th>allowed seen</th><th>time (s)</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></body></html>\n"
     )

@@ -17,6 +17,7 @@ class FakeCluster:
     topic: str = "trial"
     n_partitions: int = 3
     fail_verbs: set[str] = field(default_factory=set)  # verbs that raise, to test failures
+    engine_up: bool = True  # what engine_alive says: False plays a Docker engine that died
     state: dict[int, str] = field(default_factory=dict)  # node -> running|paused|exited
     cuts: dict[LinkId, tuple[CutMode, tuple[Stream, ...]]] = field(default_factory=dict)
     toxics: dict[LinkId, dict[str, Toxic]] = field(default_factory=dict)
@@ -24,6 +25,9 @@ class FakeCluster:
     controller: int = 1
     wiped: list[int] = field(default_factory=list)
     calls: list[tuple[str, object]] = field(default_factory=list)
+
+    def engine_alive(self) -> bool:
+        return self.engine_up
 
     def __post_init__(self) -> None:
         self.state = dict.fromkeys(self.node_ids, "running")

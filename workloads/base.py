@@ -74,6 +74,9 @@ class ClientContext:
     values: UniqueValues = field(default_factory=UniqueValues)
     acks: AckBook = field(default_factory=AckBook)
     extra_config: dict[str, Any] = field(default_factory=dict)
+    # Set when the cluster is gone for good (its engine died): the final phase stops
+    # at once instead of polling nothing until its time limit.
+    abort: threading.Event = field(default_factory=threading.Event)
 
     def acks_for(self, topic: str) -> AckTracker:
         """The acknowledged offsets of one topic: its writers record, its drain reads."""

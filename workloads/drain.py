@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Poll, TopicOffset
 from kafka_trial.workloads.base import ClientContext, Lane
 from kafka_trial.workloads.clients import close_within
@@ -46,6 +47,9 @@ def drain(ctx: ClientContext, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
     total = 0
     try:
         while len(done) < len(parts) and time.monotonic() < deadline:
+            if ctx.abort.is_set():
+                log(f"drain of {topic.name} stopped: the cluster is gone")
+                break
             history.invoke(process, "poll", [Poll(role="drain")])
             try:
                 msgs = consumer.consume(num_messages=1000, timeout=1.0)

@@ -278,3 +278,39 @@ def test_the_index_names_the_claim_of_a_run_whose_nemesis_was_overridden(
     index = write_index(tmp_path, CampaignState.load(tmp_path)).read_text()
     assert '<a href="safe-kill-s0/report.html">safe-kill-s0</a></td><td>C4</td>' in index
     assert '<a href="acks0-kill-s0/report.html">acks0-kill-s0</a></td><td>C1</td>' in index
+
+
+@pytest.mark.parametrize("seeds", ["0", "-2"])
+def test_an_empty_matrix_is_a_setup_problem_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seeds: str
+) -> None:
+    code = main(["campaign", "--presets", "safe", "--seeds", seeds, "--runs-dir", str(tmp_path)])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert f"the campaign's matrix is empty (seeds: {seeds})" in err and "--seeds 1" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_setup_problem_says_why_on_the_terminal_and_the_table_cuts_nothing(
+    tmp_path: Path,
+) -> None:
+    class NoVersion(FakeRuns):
+        def __call__(self, spec: RunSpec, run_dir: Path) -> Results:
+            if spec.name == "acks1":
+                raise TrialError("no Kafka 9.9 on Maven Central", "pick a released version")
+            return super().__call__(spec, run_dir)
+
+    said: list[str] = []
+    spec = cp.CampaignSpec(presets=("safe", "acks0", "acks1"))
+    state = cp.run_campaign(spec, tmp_path, NoVersion(), say=said.append)
+    assert any("setup problem" in s and "no Kafka 9.9 on Maven Central" in s for s in said)
+    table = summary_table(state)
+    head, *rows = table.splitlines()
+    assert head.split()[:4] == ["run", "verdict", "faults", "claim"]
+    # A whole error and the claim borne out or not: acks0 (C1) lost writes, safe (C4)
+    # held, acks1 never ran.
+    assert "no Kafka 9.9 on Maven Central -- fix: pick a released version" in table
+    by_run = {r.split()[0]: r for r in rows}
+    assert "C1 yes" in by_run["acks0-s0"] and "C4 yes" in by_run["safe-s0"]
+    assert " C2 ? " in by_run["acks1-s0"] and by_run["acks1-s0"].split()[1] == "setup"
+    assert state.runs["safe-s0"].faults_injected == 0

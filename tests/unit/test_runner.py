@@ -64,6 +64,8 @@ class RunCluster(FakeCluster):
         dest.mkdir()
 
     def teardown(self) -> None:
+        if not self.engine_up:
+            raise ConnectionError("[Errno 111] Connection refused")
         self.torn_down = True
 
 
@@ -98,7 +100,7 @@ class Session:
     def start(self) -> None:
         self._call("start")
 
-    def stop(self) -> None:
+    def stop(self, join_s: float | None = None) -> None:
         self._call("stop")
 
     def finish(self, drain: Any) -> SessionSummary:
@@ -189,7 +191,8 @@ def test_a_run_that_fails_names_its_phase_and_still_cleans_up(
     info = _run_json(run_dir)
     assert info["failed_phase"] == failed_phase
     assert list(info["phases"]) == phases
-    assert list(info) == [*IDENTITY, "phases", "ops_per_s", "failed_phase"]
+    assert list(info)[: len(IDENTITY) + 3] == [*IDENTITY, "phases", "ops_per_s", "failed_phase"]
+    assert info.get("error", "").startswith(("RuntimeError", "Interrupted")) or "error" not in info
     assert info["ops_per_s"] == 0.0
     assert fakes.cluster.torn_down and (run_dir / "logs").is_dir()
 
@@ -237,3 +240,60 @@ def test_the_record_writes_run_json_as_the_runner_always_did() -> None:
     assert rec.send_ops == 12
     rec.failed_phase = "drain"
     assert json.loads(rec.to_json())["failed_phase"] == "drain"
+
+
+def test_a_run_whose_engine_dies_stops_within_seconds_and_says_so(
+    tmp_path: Path, fakes: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25: the engine went away mid-run; the run waited minutes, then ended in
+    tracebacks with exit 1 and no run.json. Now the fault phase stops as soon as two
+    pings fail, and the run ends with one error that exits 2 (unknown)."""
+    import time
+
+    from kafka_trial.contracts.errors import RunAborted
+
+    spec = _spec(tmp_path).model_copy(update={"duration_s": 60.0})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    fakes.cluster.engine_up = False  # dies as the fault phase starts
+    t0 = time.monotonic()
+    with pytest.raises(RunAborted) as e:
+        runner.run(spec, run_dir)
+    assert time.monotonic() - t0 < 15  # not the 60 s phase, nor the drain's timeout
+    assert e.value.exit_code == 2
+    assert "the Docker engine stopped answering during the fault phase" in e.value.problem
+    assert f"kafka-trial analyze {run_dir}" in e.value.fix and "cleanup" in e.value.fix
+    info = _run_json(run_dir)
+    assert info["failed_phase"] == "fault_phase"
+    assert info["error"].startswith("RunAborted: the Docker engine stopped answering")
+    session = fakes.sessions[-1]
+    assert "finish" not in session.calls  # no heal and no drain on a cluster that is gone
+    # The cluster could not be removed; what to do is said, not raised.
+    assert "`kafka-trial cleanup` removes it" in capsys.readouterr().err
+    assert (run_dir / "history.jsonl").is_file()
+    assert (tmp_path / "latest").resolve() == run_dir.resolve()  # it had a history
+
+
+def test_a_run_that_fails_to_set_up_is_marked_and_latest_stays(
+    tmp_path: Path, fakes: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --kafka-version 9.9`: the directory says it failed, and runs/latest keeps
+    pointing at the last run that had a history."""
+    from kafka_trial.contracts.errors import TrialError
+
+    def no_images(client: Any, spec: Any) -> Images:
+        raise TrialError("no Kafka 9.9 on Maven Central", "pick a released version")
+
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    runner.point_latest(earlier)
+    monkeypatch.setattr(runner, "ensure_images", no_images)
+    run_dir = runner.new_run_dir(_spec(tmp_path))
+    with pytest.raises(TrialError):
+        runner.run(_spec(tmp_path), run_dir)
+    info = _run_json(run_dir)
+    assert info == {
+        "failed_phase": "setup",
+        "error": "TrialError: no Kafka 9.9 on Maven Central -- fix: pick a released version",
+    }
+    assert (tmp_path / "latest").resolve() == earlier.resolve()

@@ -163,3 +163,22 @@ def test_stop_waits_as_long_as_the_slowest_workload_needs(tmp_path: Path) -> Non
     session = WorkloadSession(plan_workloads(topic, ProducerSpec(), stalling), ctx)
     # A stall does not watch the stop event: it outlasts max.poll.interval.ms.
     assert session.join_s() == 10 + 63
+
+
+def test_a_drain_whose_cluster_is_gone_stops_at_once_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runner sets ctx.abort when the Docker engine died: the drain must not poll
+    nothing until its time limit (90 s by default, in silence)."""
+    from kafka_trial.workloads.drain import drain
+
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    # No broker at all answers here: every poll would return nothing until the limit.
+    ctx = ClientContext(history, lambda _lane: "127.0.0.1:9", seed=1, run_id="t")
+    ctx.abort.set()
+    t0 = time.monotonic()
+    got = drain(ctx, TopicSpec(name="gone", partitions=2), DrainSpec(timeout_s=60, settle_s=1))
+    assert time.monotonic() - t0 < 15
+    assert got.complete is False and not any(p["done"] for p in got.partitions.values())
+    assert "drain of gone stopped: the cluster is gone" in capsys.readouterr().err
+    history.close()

@@ -1,12 +1,21 @@
-"""A broker container and its Toxiproxy sidecar, with the process verbs."""
+"""A broker container and its Toxiproxy sidecar, with the process verbs, and the
+verb of its write-back filesystem (`fs`, cluster.storage = writeback)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient
+from kafka_trial.contracts.errors import TrialError
+
+LAZYFS = "/opt/kafka/bin/kt-lazyfs"
+# How long a crash or kill may take to end the container: the filesystem writes back
+# what a killed broker wrote (kill) before it unmounts.
+EXIT_WAIT_S = 60
 
 
 @dataclass
@@ -16,6 +25,7 @@ class Broker:
     sidecar: Container
     toxi: ToxiproxyClient
     client_ports: tuple[int, ...]  # host port of each client lane
+    storage: str = "plain"  # cluster.storage: plain, or writeback (kt-lazyfs under the data)
 
     @property
     def client_port(self) -> int:
@@ -33,7 +43,74 @@ class Broker:
         return str(self.container.status)
 
     def kill(self) -> None:
+        """SIGKILL of the broker process; what it wrote stays, as a process crash
+        leaves the page cache. On writeback storage the container's first process is
+        kt-lazyfs, so it gets SIGUSR1: it SIGKILLs the broker, writes back, and exits
+        137 (a SIGKILL of that container would be a power loss, unrecorded). A paused
+        writeback broker can only get that SIGKILL: kt-lazyfs is frozen with it."""
+        if self.storage == "writeback" and self.status() == "running":
+            self.container.kill(signal="SIGUSR1")
+            self._await_exit()
+            return
         self.container.kill(signal="SIGKILL")
+
+    def _await_exit(self) -> None:
+        try:
+            self.container.wait(timeout=EXIT_WAIT_S)
+        except Exception:  # requests' timeout: the container hangs; end it the hard way
+            if self.status() == "running":
+                self.container.kill(signal="SIGKILL")
+
+    def fs(self, command: str) -> dict[str, Any]:
+        """One command to the broker's write-back filesystem, answered as a dict:
+
+        - `status`: dirty files and bytes, fsyncs, what was refused or lost so far;
+        - `checkpoint`: write everything back (`files`, `bytes` written);
+        - `lose-unfsynced [--torn SEED]`: a crash that loses the page cache. The broker
+          process is SIGKILLed first, then every file goes back to its content at its
+          last fsync (with --torn, a seeded prefix of each file's dirty pages is kept);
+          answers `files`, `bytes` and `paths` dropped, and the container has exited
+          when this returns (`start` brings the broker back on what was fsynced);
+        - `enospc on|off`: refuse writes with ENOSPC; `off` answers `refused_writes`
+          and `refused_bytes`.
+        """
+        if self.storage != "writeback":
+            raise TrialError(
+                f"broker {self.node_id} has no write-back filesystem (storage {self.storage})",
+                "start the cluster with cluster.storage = writeback",
+            )
+        try:
+            res = self.container.exec_run([LAZYFS, "ctl", *command.split()])
+        except APIError as e:
+            raise TrialError(
+                f"kt-lazyfs {command!r} on broker {self.node_id}: {e.explanation or e}",
+                "the command needs the broker's container running (start it first)",
+            ) from None
+        lines = res.output.decode(errors="replace").strip().splitlines()
+        try:
+            answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+        except json.JSONDecodeError:
+            answer = {"error": lines[-1]}
+        if res.exit_code != 0 or "error" in answer or not answer:
+            raise TrialError(
+                f"kt-lazyfs {command!r} on broker {self.node_id} failed: "
+                f"{answer.get('error') or lines or res.exit_code}",
+                "see the broker's log (docker logs) for kt-lazyfs's own lines",
+            )
+        if answer.get("process") == "killed":
+            self._await_exit()
+        return answer
+
+    def fs_final_status(self) -> dict[str, Any] | None:
+        """kt-lazyfs's last `status`, which it logs as it ends: what a broker that has
+        gone did to its filesystem (a broker that halts on ENOSPC takes the control
+        socket with it). None if this run of the container logged none."""
+        tail = self.container.logs(tail=50).decode(errors="replace").splitlines()
+        for line in reversed(tail):
+            if "kt-lazyfs: final status " in line:
+                final: dict[str, Any] = json.loads(line.split("final status ", 1)[1])
+                return final
+        return None
 
     def stop(self, timeout_s: int = 30) -> None:
         self.container.stop(timeout=timeout_s)

@@ -3,6 +3,9 @@
 - JRE base: debootstrap of Debian bookworm with openjdk-17-jre-headless, imported.
 - Kafka: broker jars resolved from Maven Central by mvn, on top of the JRE base.
 - Toxiproxy: the Go module built as a static binary, in an image FROM scratch.
+- kt-lazyfs: the project's write-back filesystem (lazyfs/, Go, go-fuse from the Go
+  module proxy), a static binary copied into the Kafka image; the entrypoint mounts
+  it only when cluster.storage is writeback.
 
 A tag carries a hash of everything that went into the image, so a second run
 finds it and rebuilds nothing.
@@ -314,6 +317,70 @@ def _build_now(
         ) from None
 
 
+def _lazyfs_dir() -> Path:
+    """kt-lazyfs's Go source: package data when installed (kafka_trial/lazyfs), the
+    repository's lazyfs/ folder in a checkout."""
+    src = Path(__file__).resolve().parent.parent / "lazyfs"
+    if not (src / "go.mod").is_file():
+        raise TrialError("kafka-trial's lazyfs sources are missing", "reinstall kafka-trial")
+    return src
+
+
+def lazyfs_sources() -> list[Path]:
+    """What the binary is built from (tests excluded): its cache key."""
+    src = _lazyfs_dir()
+    return sorted(
+        p
+        for p in src.iterdir()
+        if p.name in ("go.mod", "go.sum") or (p.suffix == ".go" and not p.stem.endswith("_test"))
+    )
+
+
+def lazyfs_digest() -> str:
+    return _digest(*(f"{p.name}\0".encode() + p.read_bytes() for p in lazyfs_sources()))
+
+
+def go_binary(what: str) -> str:
+    """The Go toolchain, or a TrialError that says how to get it (as for Toxiproxy)."""
+    go = shutil.which("go") or (
+        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
+    )
+    if go is None:
+        raise TrialError(f"Go is needed to build {what}", "install Go 1.23 or newer and rerun")
+    return go
+
+
+def lazyfs_binary() -> Path:
+    """kt-lazyfs built as a static binary, cached by a digest of its sources."""
+    dest = CACHE / "kt-lazyfs" / lazyfs_digest()
+    binary = dest / "kt-lazyfs"
+    if binary.exists():
+        return binary
+    go = go_binary("kt-lazyfs (the write-back filesystem)")
+    log("building kt-lazyfs from lazyfs/ (go build)")
+    with (
+        activity("building kt-lazyfs (go build)"),
+        tempfile.TemporaryDirectory(prefix="kt-lazyfs-") as tmp,
+    ):
+        # A copy: an installed package's folder may be read-only, and go writes nothing
+        # into the source tree this way either.
+        work = Path(tmp) / "src"
+        work.mkdir()
+        for p in lazyfs_sources():
+            shutil.copy(p, work / p.name)
+        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
+        _run(
+            [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(Path(tmp) / "kt-lazyfs"), "."],
+            "go build of kt-lazyfs",
+            "check that the Go module proxy is reachable (github.com/hanwen/go-fuse/v2)",
+            cwd=work,
+            env=env,
+        )
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(Path(tmp) / "kt-lazyfs"), binary)
+    return binary
+
+
 def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, str]:
     if spec.kafka_image:
         if not _have(client, spec.kafka_image):
@@ -327,6 +394,7 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
     base_id = client.images.get(base).id
     src = _docker_dir() / "kafka"
     jar_names = sorted(p.name for p in jars.glob("*.jar"))
+    lazyfs = lazyfs_digest()
     tag = (
         "kafka-trial/kafka:"
         + version
@@ -335,6 +403,7 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
             base_id,
             (src / "Dockerfile").read_bytes(),
             (src / "entrypoint.sh").read_bytes(),
+            lazyfs,
             *jar_names,
         )
     )
@@ -345,6 +414,7 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
         ctx = Path(tmp)
         shutil.copy(src / "Dockerfile", ctx / "Dockerfile")
         shutil.copy(src / "entrypoint.sh", ctx / "entrypoint.sh")
+        shutil.copy(lazyfs_binary(), ctx / "kt-lazyfs")
         (ctx / "libs").mkdir()
         for name in jar_names:
             shutil.copy(jars / name, ctx / "libs" / name)
@@ -357,11 +427,7 @@ def toxiproxy_binary(version: str) -> Path:
     binary = dest / "toxiproxy-server"
     if binary.exists():
         return binary
-    go = shutil.which("go") or (
-        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
-    )
-    if go is None:
-        raise TrialError("Go is needed to build Toxiproxy", "install Go 1.23 or newer and rerun")
+    go = go_binary("Toxiproxy")
     log(f"building Toxiproxy {version} from its Go module")
     with (
         activity(f"building Toxiproxy {version} (go install)"),

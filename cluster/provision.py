@@ -21,6 +21,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from docker.errors import APIError
 from docker.models.containers import Container
@@ -45,6 +46,32 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import log
 
 import docker
+
+DATA_DIR = "/var/lib/kafka/data"
+BACKING_DIR = "/var/lib/kafka/backing"
+
+
+def data_volume_path(spec: ClusterSpec) -> str:
+    """Where a broker's volume is mounted: the data directory itself, or, on writeback
+    storage, the backing directory that kt-lazyfs mounts over the data directory."""
+    return BACKING_DIR if spec.storage == "writeback" else DATA_DIR
+
+
+def storage_options(spec: ClusterSpec, engine_security: list[str]) -> dict[str, Any]:
+    """Extra container options for the broker's storage: none for plain storage. For
+    writeback, the least that mounts FUSE: the device and CAP_SYS_ADMIN (Docker's
+    default seccomp profile allows mount(2) with it); where the engine confines
+    containers with AppArmor, whose docker-default profile denies every mount, also
+    apparmor=unconfined."""
+    if spec.storage != "writeback":
+        return {}
+    opts: dict[str, Any] = {
+        "devices": ["/dev/fuse:/dev/fuse:rwm"],
+        "cap_add": ["SYS_ADMIN"],
+    }
+    if any("apparmor" in o for o in engine_security):
+        opts["security_opt"] = ["apparmor=unconfined"]
+    return opts
 
 
 @dataclass
@@ -86,9 +113,11 @@ class Provisioner:
             ),
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
-            "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+            "KAFKA_LOG_DIRS": DATA_DIR,
             "KAFKA_HEAP_OPTS": f"-Xmx{self.spec.broker_heap} -Xms{self.spec.broker_heap}",
         }
+        if self.spec.storage == "writeback":
+            env["KT_STORAGE"] = "writeback"
         for key, value in self.spec.broker_config.items():
             name = key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
             env[f"KAFKA_{name}"] = value
@@ -153,6 +182,10 @@ class Provisioner:
                 detach=True,
             )
         cid = cluster_id()
+        security: list[str] = []
+        if self.spec.storage == "writeback":
+            security = self.client.info().get("SecurityOptions") or []
+        storage = storage_options(self.spec, security)
         for j, sc in sidecars.items():
             sc.reload()
             ports = sc.attrs["NetworkSettings"]["Ports"]
@@ -188,11 +221,14 @@ class Provisioner:
                 name=f"kt-{self.run_id}-kafka-{j}",
                 network_mode=f"container:{sc.id}",
                 environment=self._broker_env(j, cid, client_ports),
-                volumes={volume.name: {"bind": "/var/lib/kafka/data", "mode": "rw"}},
+                volumes={volume.name: {"bind": data_volume_path(self.spec), "mode": "rw"}},
                 labels=labels(self.run_id, "broker", j),
                 detach=True,
+                **storage,
             )
-            self.brokers[j] = Broker(j, broker, sc, toxi, tuple(client_ports))
+            self.brokers[j] = Broker(
+                j, broker, sc, toxi, tuple(client_ports), storage=self.spec.storage
+            )
 
     def _run_container(self, image: str, **kw: object) -> Container:
         try:
@@ -228,7 +264,7 @@ class Provisioner:
         if b.status() == "running":
             b.kill()
         mounts = b.container.attrs["Mounts"]
-        volume = next(m["Name"] for m in mounts if m["Destination"] == "/var/lib/kafka/data")
+        volume = next(m["Name"] for m in mounts if m["Destination"] in (DATA_DIR, BACKING_DIR))
         # A one-off container of the same image empties the volume; the broker's own
         # container cannot, it is not running.
         self.client.containers.run(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from kafka_trial.contracts.settings import Frozen
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 # Shorter timeouts than Kafka's defaults so that faults show their effect within
 # seconds instead of minutes; every one can be overridden per run.
@@ -47,6 +49,13 @@ class ClusterSpec(Frozen):
         description="client listeners per broker, each behind its own proxy: worker i uses "
         "lane i mod lanes, so one client can be cut off a broker alone",
     )
+    storage: Literal["plain", "writeback"] = Field(
+        "plain",
+        description="plain: the data directory is a Docker volume, as always. writeback: "
+        "kt-lazyfs (lazyfs/) is mounted over it and keeps what was not fsynced in its own "
+        "memory, so storage faults (lose-unfsynced, enospc) can act on it; the containers "
+        "then get /dev/fuse and CAP_SYS_ADMIN",
+    )
     host_port_base: int | None = Field(
         None,
         ge=1024,
@@ -63,6 +72,15 @@ class ClusterSpec(Frozen):
         if isinstance(value, dict):
             return {**DEFAULT_BROKER_CONFIG, **{str(k): str(v) for k, v in value.items()}}
         return value
+
+    @model_validator(mode="after")
+    def _writeback_needs_our_image(self) -> ClusterSpec:
+        if self.storage == "writeback" and self.kafka_image:
+            raise ValueError(
+                "cluster.storage writeback needs kafka-trial's own Kafka image, which "
+                "carries kt-lazyfs: unset cluster.kafka_image"
+            )
+        return self
 
 
 class TopicSpec(Frozen):

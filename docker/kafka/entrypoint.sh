@@ -4,6 +4,16 @@
 # '_' -> '.', '__' -> '_' and '___' -> '-', and CLUSTER_ID formats the storage.
 set -euo pipefail
 
+# cluster.storage = writeback: kt-lazyfs mounts its write-back view of the backing
+# volume over the data directory and runs this script again as its child, so a
+# crash command (lose-unfsynced) can kill the broker and keep the filesystem.
+if [[ "${KT_STORAGE:-plain}" == writeback && -z "${KT_LAZYFS_CHILD:-}" ]]; then
+  export KT_LAZYFS_CHILD=1
+  exec /opt/kafka/bin/kt-lazyfs run --backing /var/lib/kafka/backing \
+    --mount /var/lib/kafka/data --socket /run/kt-lazyfs.sock \
+    ${KT_LAZYFS_DIRTY_LIMIT:+--dirty-limit "$KT_LAZYFS_DIRTY_LIMIT"} -- "$0" "$@"
+fi
+
 : "${CLUSTER_ID:?CLUSTER_ID must be set (any 22-character base64 UUID)}"
 conf=/opt/kafka/config/server.properties
 : > "$conf"

@@ -73,6 +73,9 @@ def test_the_wheel_holds_only_kafka_trial(wheel: Path) -> None:
     # Build contexts and Spark's logging config ship as package data.
     assert "kafka_trial/dockerfiles/kafka/Dockerfile" in names
     assert "kafka_trial/dockerfiles/toxiproxy/Dockerfile" in names
+    # kt-lazyfs's Go source: an installed kafka-trial builds the filesystem from it.
+    assert {"kafka_trial/lazyfs/go.mod", "kafka_trial/lazyfs/go.sum"} <= set(names)
+    assert "kafka_trial/lazyfs/main.go" in names
     assert "kafka_trial/spark_analysis/log4j2.properties" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert (
@@ -86,7 +89,7 @@ def test_the_installed_copy_works_outside_the_checkout(installed: Path, tmp_path
     assert {n for n in added if not n.endswith(".dist-info")} == {"kafka_trial"}
     code = (
         "import kafka_trial, kafka_trial.cluster.images as im, kafka_trial.harness.cli;"
-        "print(kafka_trial.__file__); print(im._docker_dir())"
+        "print(kafka_trial.__file__); print(im._docker_dir()); print(im._lazyfs_dir())"
     )
     r = subprocess.run(
         [str(installed / "bin" / "python"), "-c", code],
@@ -96,9 +99,10 @@ def test_the_installed_copy_works_outside_the_checkout(installed: Path, tmp_path
         timeout=300,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    module_file, docker_dir = r.stdout.split()
+    module_file, docker_dir, lazyfs_dir = r.stdout.split()
     assert module_file.startswith(str(site))
     assert docker_dir.startswith(str(site)) and Path(docker_dir, "kafka", "Dockerfile").is_file()
+    assert lazyfs_dir.startswith(str(site)) and Path(lazyfs_dir, "go.sum").is_file()
     v = subprocess.run(
         [str(installed / "bin" / "kafka-trial"), "--version"],
         capture_output=True,

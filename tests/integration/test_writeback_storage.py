@@ -1,0 +1,152 @@
+"""Brokers on kt-lazyfs (cluster.storage = writeback): a crash that loses the page
+cache records what it dropped, and the broker restarts and recovers from what was
+fsynced; a kill keeps what the broker wrote; a full disk refuses writes, says how
+many, and the broker that hit it halts and comes back. Real brokers, real FUSE."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.images import Images
+from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
+
+import docker
+from tests.integration.conftest import containers_of
+
+TOPIC = TopicSpec(name="wb", partitions=1, replication_factor=3, min_insync_replicas=2)
+N = 3000
+
+
+def produce(bootstrap: str, n: int) -> list[bytes]:
+    values = [f"wb-{i}-{uuid.uuid4().hex}".encode() for i in range(n)]
+    acked: list[bytes] = []
+
+    def done(err: object, msg: object) -> None:
+        if err is None:
+            acked.append(msg.value())  # type: ignore[attr-defined]
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for v in values:
+        p.produce(TOPIC.name, v, partition=0, on_delivery=done)
+        p.poll(0)
+    assert p.flush(60) == 0
+    assert len(acked) == n
+    return acked
+
+
+def isr(c: Cluster) -> tuple[int, ...]:
+    try:
+        return c.partitions(TOPIC.name)[0].isr
+    except Exception:  # an election under way: no answer yet
+        return ()
+
+
+def wait_until(pred, what: str, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.5)
+
+
+def bring_back(c: Cluster, j: int) -> None:
+    """Start broker j once the cluster has noticed it is gone (out of the ISR), and
+    wait until it has recovered and caught up (in the ISR again)."""
+    wait_until(lambda: j not in isr(c), f"broker {j} leaves the ISR")
+    c.brokers[j].start()
+    wait_until(lambda: j in isr(c), f"broker {j} rejoins the ISR after its restart")
+
+
+def read_all(bootstrap: str) -> set[bytes]:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"wb-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        c.assign([TopicPartition(TOPIC.name, 0, 0)])
+        deadline = time.monotonic() + 60
+        high = -1
+        while high < 0:
+            try:
+                _, high = c.get_watermark_offsets(TopicPartition(TOPIC.name, 0), timeout=5)
+            except KafkaException:
+                # Leadership may still be settling after the restarts.
+                if time.monotonic() > deadline:
+                    raise
+        got: set[bytes] = set()
+        pos = 0
+        while pos < high and time.monotonic() < deadline:
+            for m in c.consume(500, timeout=1):
+                if m.error() is None:
+                    got.add(m.value())
+                    pos = m.offset() + 1
+        return got
+    finally:
+        c.close()
+
+
+def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
+    engine: docker.DockerClient, images: Images, tmp_path_factory
+) -> None:
+    c = Cluster(engine, ClusterSpec(storage="writeback"), images)
+    try:
+        c.start()
+        c.await_registered(c.spec.startup_timeout_s)
+        c.create_topic(TOPIC)
+        assert c.await_in_sync(TOPIC.name, 120)
+        for b in c.brokers.values():
+            mounts = b.container.exec_run(["cat", "/proc/mounts"]).output.decode()
+            assert "/var/lib/kafka/data fuse.kt-lazyfs" in mounts
+            host = b.container.attrs["HostConfig"]
+            assert host["CapAdd"] == ["SYS_ADMIN"] and not host["Privileged"]
+
+        acked = produce(c.bootstrap, N)
+        leader = c.leader_of(TOPIC.name, 0)
+        assert leader is not None
+        victim = c.brokers[leader]
+        # Kafka fsyncs no produced record: the partition's log is all write-back.
+        assert victim.fs("status")["dirty_bytes"] > 0
+
+        lost = victim.fs("lose-unfsynced")
+        assert lost["process"] == "killed"
+        assert lost["files"] > 0 and lost["bytes"] > 0
+        assert any(p.startswith(f"{TOPIC.name}-0/") and p.endswith(".log") for p in lost["paths"])
+        victim.container.reload()
+        assert victim.status() == "exited"
+        assert victim.container.attrs["State"]["ExitCode"] == 137
+
+        # Back on what was fsynced: it recovers its log and catches up from the others.
+        bring_back(c, leader)
+        assert victim.fs("status")["lost_bytes"] == 0, "a restart mounts afresh"
+
+        # A kill keeps what the broker wrote: kt-lazyfs writes it back before exiting.
+        other = next(b for j, b in c.brokers.items() if j != leader)
+        other.kill()
+        other.container.reload()
+        assert other.status() == "exited"
+        assert other.container.attrs["State"]["ExitCode"] == 137
+        assert "wrote back" in other.container.logs(tail=20).decode()
+        bring_back(c, other.node_id)
+
+        # A full disk on a follower: its first write is refused, its only log
+        # directory goes offline and it halts; the other two keep acknowledging.
+        third = next(b for j, b in c.brokers.items() if j != leader and b is not other)
+        assert third.fs("enospc on")["enospc"] is True
+        acked += produce(c.bootstrap, 200)
+        wait_until(lambda: third.status() != "running", "the full broker halts")
+        final = third.fs_final_status()
+        assert final is not None and final["enospc"] is True
+        assert final["refused_writes"] > 0  # a create or a grow refuses no bytes
+        bring_back(c, third.node_id)  # a new mount: the disk has room again
+
+        # No acknowledged record is missing (acks=all, at least two replicas each).
+        assert set(acked) <= read_all(c.bootstrap)
+    finally:
+        c.collect_logs(tmp_path_factory.mktemp("wb-logs"))
+        c.teardown()
+        assert containers_of(c.run_id) == []

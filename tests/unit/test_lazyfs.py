@@ -1,0 +1,131 @@
+"""kt-lazyfs, the write-back filesystem (lazyfs/): its own Go tests, and how it is
+wired into the spec, the image and the broker containers. Plain storage must stay
+exactly what it was: no device, no capability, no FUSE."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from kafka_trial.cluster import images
+from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.provision import (
+    BACKING_DIR,
+    DATA_DIR,
+    Provisioner,
+    data_volume_path,
+    storage_options,
+)
+from kafka_trial.cluster.settings import ClusterSpec
+from kafka_trial.contracts.errors import TrialError
+
+ROOT = Path(__file__).resolve().parents[2]
+WRITEBACK = ClusterSpec(storage="writeback")
+
+
+def test_go_tests_of_the_filesystem_pass() -> None:
+    """`go test ./...` in lazyfs/: the overlay against a model, and, where /dev/fuse
+    and root are there (CI), a real mount: lose-unfsynced, renames, mmap, enospc,
+    and the supervisor's crash. A machine without Go fails here with the fix, as
+    building Toxiproxy would."""
+    go = images.go_binary("kt-lazyfs's tests")
+    env = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0")
+    r = subprocess.run(
+        [go, "test", "-count=1", "-timeout", "240s", "./..."],
+        cwd=ROOT / "lazyfs",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert r.stdout.startswith("ok"), r.stdout
+    fmt = subprocess.run(
+        [str(Path(go).with_name("gofmt")), "-l", "."],
+        cwd=ROOT / "lazyfs",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fmt.stdout == "", f"gofmt would change: {fmt.stdout}"
+    vet = subprocess.run(
+        [go, "vet", "./..."],
+        cwd=ROOT / "lazyfs",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert vet.returncode == 0, vet.stderr[-2000:]
+
+
+def test_missing_go_is_an_error_that_says_what_to_install(monkeypatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(images, "Path", _NoGoPath)
+    with pytest.raises(TrialError) as e:
+        images.go_binary("kt-lazyfs")
+    assert "Go is needed to build kt-lazyfs" in str(e.value)
+    assert "install Go" in e.value.fix
+
+
+class _NoGoPath(type(Path())):  # type: ignore[misc]
+    def exists(self, **_kw: object) -> bool:
+        return False if str(self).endswith("/go") else super().exists()
+
+
+def test_plain_storage_is_the_default_and_adds_nothing() -> None:
+    spec = ClusterSpec()
+    assert spec.storage == "plain"
+    assert storage_options(spec, ["name=apparmor", "name=seccomp,profile=default"]) == {}
+    assert data_volume_path(spec) == DATA_DIR
+    env = Provisioner(None, spec, None, "r")._broker_env(1, "cid", [9092])  # type: ignore[arg-type]
+    assert not any(k.startswith("KT_") for k in env)
+
+
+def test_writeback_gets_the_fuse_device_and_sys_admin_only() -> None:
+    opts = storage_options(WRITEBACK, ["name=seccomp,profile=default"])
+    assert opts == {"devices": ["/dev/fuse:/dev/fuse:rwm"], "cap_add": ["SYS_ADMIN"]}
+    assert "privileged" not in opts
+    # AppArmor's docker-default profile denies mount(2) whatever the capabilities.
+    assert storage_options(WRITEBACK, ["name=apparmor"])["security_opt"] == ["apparmor=unconfined"]
+    assert data_volume_path(WRITEBACK) == BACKING_DIR
+    env = Provisioner(None, WRITEBACK, None, "r")._broker_env(1, "cid", [9092])  # type: ignore[arg-type]
+    assert env["KT_STORAGE"] == "writeback"
+    assert env["KAFKA_LOG_DIRS"] == DATA_DIR  # the broker sees the mount, not the volume
+
+
+def test_writeback_refuses_a_foreign_kafka_image() -> None:
+    # Another image has no kt-lazyfs: its broker would run on plain storage unnoticed.
+    with pytest.raises(ValueError, match=r"unset cluster\.kafka_image"):
+        ClusterSpec(storage="writeback", kafka_image="apache/kafka:4.1.0")
+    assert ClusterSpec(kafka_image="apache/kafka:4.1.0").storage == "plain"
+
+
+def test_the_entrypoint_mounts_only_when_asked() -> None:
+    script = (ROOT / "docker" / "kafka" / "entrypoint.sh").read_text()
+    guard = 'if [[ "${KT_STORAGE:-plain}" == writeback && -z "${KT_LAZYFS_CHILD:-}" ]]'
+    assert guard in script
+    assert f"--backing {BACKING_DIR}" in script and f"--mount {DATA_DIR}" in script
+    assert "COPY kt-lazyfs" in (ROOT / "docker" / "kafka" / "Dockerfile").read_text()
+
+
+def test_the_image_tag_follows_the_filesystem_source(tmp_path, monkeypatch) -> None:
+    src = tmp_path / "lazyfs"
+    shutil.copytree(ROOT / "lazyfs", src)
+    monkeypatch.setattr(images, "_lazyfs_dir", lambda: src)
+    before = images.lazyfs_digest()
+    assert {p.name for p in images.lazyfs_sources()} >= {"go.mod", "go.sum", "main.go"}
+    assert not any(p.name.endswith("_test.go") for p in images.lazyfs_sources())
+    (src / "overlay_test.go").write_text("package main\n")
+    assert images.lazyfs_digest() == before, "tests are not part of the binary"
+    (src / "fs.go").write_text((src / "fs.go").read_text() + "\n// changed\n")
+    assert images.lazyfs_digest() != before
+
+
+def test_the_fs_verb_needs_writeback_storage() -> None:
+    b = Broker(1, None, None, None, (9092,))  # type: ignore[arg-type]
+    with pytest.raises(TrialError, match="no write-back filesystem"):
+        b.fs("status")

@@ -155,32 +155,7 @@ class Provisioner:
         self.client.networks.create(
             self.network_name, driver="bridge", labels=labels(self.run_id, "network")
         )
-        sidecars: dict[int, Container] = {}
-        for j in self.nodes:
-            api_bind, client_bind = self._host_ports(j)
-            sidecars[j] = self._run_container(
-                self.images.toxiproxy,
-                name=f"kt-{self.run_id}-proxy-{j}",
-                hostname=f"kafka-{j}",
-                network=self.network_name,
-                networking_config={
-                    self.network_name: self.client.api.create_endpoint_config(
-                        aliases=[f"kafka-{j}"]
-                    )
-                },
-                ports={
-                    f"{API_PORT}/tcp": api_bind,
-                    f"{CLIENT_PROXY_PORT}/tcp": client_bind,
-                    # Extra client lanes always get free ports chosen by Docker.
-                    **{
-                        f"{client_listener(k)[2]}/tcp": ("127.0.0.1", None)
-                        for k in range(1, self.spec.client_lanes)
-                    },
-                },
-                labels=labels(self.run_id, "proxy", j),
-                environment={"LOG_LEVEL": "info"},
-                detach=True,
-            )
+        sidecars = {j: self._start_sidecar(j) for j in self.nodes}
         cid = cluster_id()
         security: list[str] = []
         if self.spec.storage == "writeback":
@@ -229,6 +204,32 @@ class Provisioner:
             self.brokers[j] = Broker(
                 j, broker, sc, toxi, tuple(client_ports), storage=self.spec.storage
             )
+
+    def _start_sidecar(self, j: int) -> Container:
+        """Node j's Toxiproxy: it owns the node's network namespace and name, so the
+        broker joins it and every byte to or from the broker passes a proxy."""
+        api_bind, client_bind = self._host_ports(j)
+        return self._run_container(
+            self.images.toxiproxy,
+            name=f"kt-{self.run_id}-proxy-{j}",
+            hostname=f"kafka-{j}",
+            network=self.network_name,
+            networking_config={
+                self.network_name: self.client.api.create_endpoint_config(aliases=[f"kafka-{j}"])
+            },
+            ports={
+                f"{API_PORT}/tcp": api_bind,
+                f"{CLIENT_PROXY_PORT}/tcp": client_bind,
+                # Extra client lanes always get free ports chosen by Docker.
+                **{
+                    f"{client_listener(k)[2]}/tcp": ("127.0.0.1", None)
+                    for k in range(1, self.spec.client_lanes)
+                },
+            },
+            labels=labels(self.run_id, "proxy", j),
+            environment={"LOG_LEVEL": "info"},
+            detach=True,
+        )
 
     def _run_container(self, image: str, **kw: object) -> Container:
         try:

@@ -78,11 +78,17 @@ class CampaignRun(BaseModel):
 
     @property
     def claim_cell(self) -> str:
-        """The claim and whether this run bore it out: `C2 yes`, `C4 NO`, `C1 ?`."""
-        if not self.claim_id:
+        """The claim and what this run says of it: `C2 yes`, `C4 NO` (a claim that an
+        anomaly never appears, broken), `C2 not seen` (a claim that one can appear,
+        which this run did not show), `C1 ?` (not judged)."""
+        claim = CLAIMS.get(self.name)
+        if claim is None:
             return "-"
-        word = {True: "yes", False: "NO", None: "?"}[self.claim_borne]
-        return f"{self.claim_id} {word}"
+        if self.claim_borne is None:
+            return f"{claim.id} ?"
+        if self.claim_borne:
+            return f"{claim.id} yes"
+        return f"{claim.id} " + ("not seen" if claim.expected == "anomaly" else "NO")
 
 
 class CampaignState(BaseModel):

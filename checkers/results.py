@@ -57,6 +57,9 @@ class Stats(_Part):
     )
     records_read: int = Field(0, description="records returned by every read, the drain's too")
     nemesis_ops: int = Field(0, description="nemesis invokes")
+    faults_injected: int = Field(
+        0, description="nemesis fault ops that completed ok (heals and waits not counted)"
+    )
     nemesis_done: dict[str, int] = Field(
         default_factory=dict, description="nemesis f -> ops completed ok"
     )

@@ -195,6 +195,7 @@ def _run_facts(inp: Inputs) -> list[list[Any]]:
         ["seed", _get(spec, "seed", "?")],
         ["fault phase", f"{_get(spec, 'duration_s', '?')} s"],
         ["history span", f"{span} s"],
+        ["faults injected", inp.results.stats.faults_injected if inp.results else "?"],
         [
             "reproduce",
             f"kafka-trial run --config {shlex.quote(str(inp.run_dir / 'spec.json'))}"

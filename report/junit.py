@@ -49,6 +49,11 @@ def _case(suite: ET.Element, name: str, check: str, results: Results) -> str:
 
 def testsuite(name: str, results: Results) -> ET.Element:
     suite = ET.Element("testsuite", name=name)
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(
+        props, "property", name="faults_injected", value=str(results.stats.faults_injected)
+    )
+    ET.SubElement(props, "property", name="verdict", value=results.word)
     kinds = [_case(suite, name, check, results) for check in ANOMALY_TYPES]
     failures, errors = kinds.count("failure"), kinds.count("error")
     problems = list(results.problems)

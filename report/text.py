@@ -40,7 +40,7 @@ def render(results: Results, run_dir: Path) -> str:
     lines.append(
         f"  sends: {st.sends_attempted} attempted, "
         + _counts(st.send_outcomes)
-        + f"; records read {st.records_read}; nemesis ops {st.nemesis_ops}"
+        + f"; records read {st.records_read}; faults injected {st.faults_injected}"
     )
     for label, counts in (("nemesis", st.nemesis_done), ("client events", st.client_events)):
         if counts:

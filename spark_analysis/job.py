@@ -29,6 +29,7 @@ from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import status
+from kafka_trial.nemesis.catalog import is_fault
 from kafka_trial.spark_analysis.columnar import parsed_rows
 from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
@@ -131,20 +132,34 @@ def last_line_state(src: ByteRanges) -> str:
 
 
 def read_check_settings(spec: Path | None, remote: HadoopFile | None = None) -> CheckSpec:
-    """The analysis reads only its own part of the run's one config object."""
+    """The analysis reads only its own part of the run's one config object, and the
+    faults the run asked for (a run that asked for some and injected none tested
+    nothing)."""
+    data = _saved_spec(spec, remote)
+    where = str(spec) if remote is None else remote.uri
+    try:
+        check = CheckSpec.model_validate(data.get("check") or {})
+        asked = tuple((data.get("nemesis") or {}).get("faults") or ())
+    except (ValueError, ValidationError, AttributeError) as e:
+        first = str(e).splitlines()[0][:200]
+        raise TrialError(f"{where} has a bad check section: {first}", "restore spec.json") from None
+    return check.model_copy(update={"faults_asked": asked}) if asked else check
+
+
+def _saved_spec(spec: Path | None, remote: HadoopFile | None) -> dict[str, Any]:
     if remote is not None and remote.exists():
         text, where = remote.read(0, remote.size()).decode("utf-8", "replace"), remote.uri
     elif spec is not None and spec.is_file():
         text, where = spec.read_text(), str(spec)
     else:
         # A bare history (from another tool, or copied alone): defaults, nothing allowed.
-        return CheckSpec()
+        return {}
     try:
         data = json.loads(text)
-        return CheckSpec.model_validate(data.get("check") or {})
-    except (ValueError, ValidationError) as e:
+    except ValueError as e:
         first = str(e).splitlines()[0][:200]
         raise TrialError(f"{where} has a bad check section: {first}", "restore spec.json") from None
+    return data if isinstance(data, dict) else {}
 
 
 def analyze(
@@ -230,6 +245,13 @@ def _analyze(
         if st["client_ops"] == 0:
             # Nothing was sent or read: no anomaly is no evidence either.
             problems.append("no client operations in the history: nothing was tested")
+        st["faults_injected"] = sum(n for f, n in st["nemesis_done"].items() if is_fault(f))
+        if check.faults_asked and not st["faults_injected"]:
+            # A VALID verdict would say the settings held under faults they never met.
+            problems.append(
+                f"no fault was injected: the run asked for {', '.join(check.faults_asked)}, "
+                "and no fault op took effect; rerun with a longer --duration or another seed"
+            )
         facts = AnalysisFacts(
             spark_master=master,
             session_s=round(t_session, 3),

@@ -28,10 +28,16 @@ def rec(value: int | None, partition: int, offset: int) -> dict[str, Any]:
 class Builder:
     """Writes a history through HistoryWriter, so tests exercise the real format."""
 
-    def __init__(self, run_dir: Path, allowed: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, run_dir: Path, allowed: tuple[str, ...] = (), faults: tuple[str, ...] = ()
+    ) -> None:
+        """faults: the packages the spec asks for (a run that asked for some and shows
+        no fault op is `unknown`); a planted history asks for none by default."""
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
-        spec = RunSpec.model_validate({"check": {"allowed": list(allowed)}})
+        spec = RunSpec.model_validate(
+            {"check": {"allowed": list(allowed)}, "nemesis": {"faults": list(faults)}}
+        )
         (run_dir / "spec.json").write_text(spec.to_json())
         self.h = HistoryWriter(run_dir / "history.jsonl")
         self._seqs: dict[int, itertools.count[int]] = {}

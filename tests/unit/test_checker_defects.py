@@ -161,3 +161,27 @@ def test_a_history_that_grew_is_judged_anew_in_the_same_session(spark, tmp_path:
     after = analyze(tmp_path)
     assert count(after, "unseen") == 0
     assert after["valid"] is True, after["problems"]
+
+
+def test_a_run_that_asked_for_faults_and_injected_none_is_unknown(spark, tmp_path: Path) -> None:
+    """Issue 25: `run --duration 20` with seed 0 scheduled no fault and passed. The
+    history is clean, but it never met the faults it was meant to survive."""
+
+    def clean(run: Path, faults: tuple[str, ...], fault_op: str | None) -> Path:
+        b = Builder(run, faults=faults)
+        b.sends(0, [(1, 0, 0, "ok")])
+        if fault_op is not None:
+            b.nemesis(fault_op, {"target": "leader", "brokers": [1]})
+            b.nemesis("start", {"brokers": [1]})
+        b.drain(1, [(1, 0, 0)], at_end={0: 1})
+        return b.done()
+
+    res = analyze(clean(tmp_path / "none", ("kill-leader",), None))
+    assert res.valid == "unknown" and res.stats.faults_injected == 0
+    why = "no fault was injected: the run asked for kill-leader"
+    assert any(p.startswith(why) for p in res.problems)
+    # Twins: the fault took effect (a heal alone is no fault), or none was asked for.
+    hit = analyze(clean(tmp_path / "hit", ("kill-leader",), "kill"))
+    assert hit.valid is True and hit.stats.faults_injected == 1 and hit.problems == ()
+    asked_none = analyze(clean(tmp_path / "asked-none", (), None))
+    assert asked_none.valid is True and asked_none.problems == ()

@@ -21,8 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     "nemesis": {"contracts", "cluster"},
     "workloads": {"contracts", "cluster"},
     "checkers": {"contracts"},
-    # spark_analysis uses cluster only for host installs (a Java runtime).
-    "spark_analysis": {"contracts", "cluster", "checkers"},
+    # spark_analysis uses cluster only for host installs (a Java runtime), and the
+    # nemesis catalog only to tell fault ops from heals.
+    "spark_analysis": {"contracts", "cluster", "nemesis", "checkers"},
     # The output layer: it reads Results and the run directory, asks the registries
     # (checkers, nemesis) what things mean, and judges through the analysis.
     "report": {"contracts", "nemesis", "checkers", "spark_analysis"},

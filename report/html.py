@@ -233,6 +233,10 @@ def _claim(claim: Claim, results: Results | None) -> str:
     )
 
 
+# The counts table's word for each way the verdict treats a finding.
+_SHORT = {"forbidden by this config": "FORBIDDEN", "allowed by this config": "allowed"}
+
+
 def _counts(inp: Inputs, fs: set[str]) -> str:
     if inp.results is None:
         return "<p>no results</p>"
@@ -248,7 +252,8 @@ def _counts(inp: Inputs, fs: set[str]) -> str:
             shown, tag = "not applicable", f"no {NEED_WORDS[entry.needs]} in this run"  # type: ignore[index]
         else:
             shown = str(c)
-            tag = ("allowed" if name in inp.results.allowed else "FORBIDDEN") if c else ""
+            judged = inp.results.judged(name) if c else ""
+            tag = _SHORT.get(judged, judged)
         link = f'<a href="#a-{name}">{_e(name)}</a>' if c else _e(name)
         rows.append(f"<tr><td>{link}</td><td>{_e(shown)}</td><td>{_e(tag)}</td></tr>")
     return (

@@ -35,6 +35,10 @@ def _case(suite: ET.Element, name: str, check: str, results: Results) -> str:
         err = ET.SubElement(case, "error", message=f"{check}: could not decide", type="undecided")
         err.text = str(a.error or a.undecided or "")
         return "error"
+    if a.count and a.undecided and check not in results.allowed:
+        err = ET.SubElement(case, "error", message=f"{check}: {a.undecided}", type="undecided")
+        err.text = f"{a.count} {a.unit}, which prove nothing here: {a.undecided}"
+        return "error"
     if a.count and check not in results.allowed:
         msg = f"{check}: {a.count} {a.unit} found, forbidden by this config"
         fail = ET.SubElement(

@@ -29,8 +29,13 @@ def render(results: Results, run_dir: Path) -> str:
     for name, a in results.anomalies.items():
         count = "?" if a.count is None else str(a.count)
         tag = ""
-        if a.count:
-            tag = "  (allowed)" if name in results.allowed else "  <-- forbidden"
+        if a.count and name in results.allowed:
+            tag = "  (allowed)"
+        elif a.count and a.undecided:
+            # Found, but proving nothing: the verdict is unknown, not invalid.
+            tag = f"  (undecided: {a.undecided})"
+        elif a.count:
+            tag = "  <-- forbidden"
         elif a.count is None:
             tag = f"  (check failed: {a.error or ''})"
         lines.append(f"  {name:<22}{count:>8}{tag}")

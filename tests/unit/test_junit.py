@@ -85,3 +85,18 @@ def test_latest_points_at_the_newest_run(tmp_path: Path) -> None:
     latest = tmp_path / "latest"
     assert latest.is_symlink() and latest.resolve() == (tmp_path / "run-b").resolve()
     assert str(latest.readlink()) == "run-b"  # relative: the tree can move
+
+
+def test_an_undecided_count_is_an_error_not_a_forbidden_failure(tmp_path: Path) -> None:
+    """Unseen values when the drain never ran prove nothing: the verdict is unknown,
+    and CI must not read them as a forbidden anomaly found."""
+    from kafka_trial.report.text import render
+
+    res = made_results("unknown", {"unseen": 5}, problems=("the final drain never ran",))
+    undecided = res.anomalies["unseen"].model_copy(update={"undecided": "no drain"})
+    res = res.model_copy(update={"anomalies": {**res.anomalies, "unseen": undecided}})
+    cases, suite = _cases(write_junit(tmp_path / "j.xml", [("cut", res)]))
+    (err,) = cases["unseen"].result
+    assert isinstance(err, Error) and err.type == "undecided" and suite.failures == 0
+    text = render(res, tmp_path)
+    assert "<-- forbidden" not in text and "(undecided: no drain)" in text

@@ -148,7 +148,12 @@ def test_a_run_writes_its_files_phase_by_phase(tmp_path: Path, fakes: SimpleName
     described = json.loads((run_dir / "cluster.json").read_text())
     assert described["client_run_id"] == "c0ffee00"
     info = _run_json(run_dir)
-    assert list(info) == [*IDENTITY, *DRAIN_KEYS, *RATES, "phases", "ops_per_s"]
+    assert list(info) == [
+        *IDENTITY, *DRAIN_KEYS, *RATES, "phases", "ops_per_s", "fault_phase_start_ns"
+    ]  # fmt: skip
+    # schedule.json's t=0 on the history's clock: after setup, before the last op.
+    ops = read_history(run_dir / "history.jsonl").ops
+    assert 0 < info["fault_phase_start_ns"] < ops[-1].time
     assert info["kafka_version"] == "4.1.1" and info["warm_cluster"] is False
     assert list(info["phases"]) == PHASES
     assert info["send_ops"] == 12 and info["faults"] == 0

@@ -161,7 +161,7 @@ def test_any_setting_is_a_flag_by_its_dotted_key(capsys: pytest.CaptureFixture[s
     assert s.producer.linger_ms == 20 and s.nemesis.faults == ("pause", "kill")
     assert s.topic.unclean_leader_election is True
     # A misspelt key is caught before anything starts, with a suggestion.
-    assert main(["images", "--set", "producer.lingr_ms=20"]) == 3
+    assert main(["run", "--set", "producer.lingr_ms=20"]) == 3
     err = capsys.readouterr().err
     assert "unknown key producer.lingr_ms (did you mean producer.linger_ms?)" in err
 

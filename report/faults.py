@@ -27,11 +27,65 @@ def brokers_of(value: Any) -> tuple[int, ...]:
     return ()
 
 
+def _ids(ns: Any) -> str:
+    return ", ".join(str(n) for n in ns)
+
+
+def _split(grudge: dict[int, set[int]]) -> list[list[int]] | None:
+    """The sides of a partition in which every node hears exactly its own side (halves,
+    isolate), or None for any other shape (a ring, a bridge, one way)."""
+    nodes = set(grudge) | {n for g in grudge.values() for n in g}
+    sides: list[list[int]] = []
+    for n in sorted(nodes):
+        side = sorted(nodes - grudge.get(n, set()))
+        if side not in sides:
+            sides.append(side)
+    covered = sorted(n for s in sides for n in s)
+    return sides if len(sides) > 1 and covered == sorted(nodes) else None
+
+
+def cuts(grudge: Any) -> str:
+    """A recorded grudge (node -> the nodes it cannot hear) in words: the sides of a
+    clean split ("brokers 1 | 2, 3"), else each cut link ("1-2", or "1->3" where only 3 is deaf)."""
+    g: dict[int, set[int]] = {}
+    for k, v in (grudge if isinstance(grudge, dict) else {}).items():
+        if str(k).lstrip("-").isdigit() and isinstance(v, list):
+            g[int(k)] = {x for x in v if isinstance(x, int)}
+    sides = _split(g)
+    if sides is not None:
+        return "brokers " + " | ".join(_ids(s) for s in sides)
+    links = []
+    for deaf, sources in sorted(g.items()):
+        for src in sorted(sources):
+            if deaf in g.get(src, set()):
+                if src < deaf:
+                    links.append(f"{src}-{deaf}")
+            else:
+                links.append(f"{src}->{deaf}")
+    return "cut " + ", ".join(links) if links else ""
+
+
+def targets(value: Any) -> str:
+    """Whom a fault op hit, as its value records it: the isolated brokers of a partition,
+    else the sides or links its grudge cut, else the brokers it names."""
+    v = value if isinstance(value, dict) else {}
+    isolated = [x for x in v.get("isolated") or [] if isinstance(x, int)]
+    if isolated:
+        return f"broker{'s' if len(isolated) > 1 else ''} {_ids(isolated)} isolated"
+    if v.get("grudge") and (split := cuts(v["grudge"])):
+        return split
+    b = sorted(brokers_of(v))
+    out = f"broker{'s' if len(b) > 1 else ''} {_ids(b)}" if b else ""
+    if isinstance(v.get("leader"), int):  # a cut from the leader, or the leader elected
+        out += (" from " if out else "") + f"leader {v['leader']}"
+    return out
+
+
 def _label(f: str, value: Any) -> str:
     v = value if isinstance(value, dict) else {}
     what = [str(v[k]) for k in ("target", "topology", "toxic", "mode") if v.get(k)]
-    b = brokers_of(v)
-    return " ".join([f, *what]) + (f" brokers {list(b)}" if b else "")
+    hit = targets(v)
+    return " ".join([f, *what]) + (f": {hit}" if hit else "")
 
 
 def _healed_at(

@@ -25,7 +25,8 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.report import charts
 from kafka_trial.report import svg_plots as sp
 from kafka_trial.report.faults import Fault, faults
-from kafka_trial.report.witnesses import explain
+from kafka_trial.report.leaders import Handover, handover, sentence
+from kafka_trial.report.witnesses import ack_time, explain, runs
 
 REPORT = "report.html"
 
@@ -42,6 +43,9 @@ class Inputs:
     schedule: list[Any] | None = None
     states: list[dict[str, Any]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # what the page cannot show, and why
+    # Every time on the page counts from here (history clock, ns), and what it is.
+    origin_ns: int = 0
+    origin: str = "the start of the history (no fault phase start known)"
 
 
 def _json_file(inp: Inputs, name: str, why: str, where: Path | None = None) -> Any:
@@ -83,22 +87,76 @@ def load_inputs(run_dir: Path, out_dir: Path | None = None) -> Inputs:
     inp.spec = _json_file(inp, "spec.json", "settings unknown (a bare history)")
     inp.run = _json_file(inp, "run.json", "no phase timings (the run did not finish)")
     inp.schedule = _json_file(inp, "schedule.json", "no fault schedule")
-    states = run_dir / "cluster-state.jsonl"
-    if states.is_file():
-        bad = 0
-        for line in states.read_text(errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if isinstance(row, dict) and isinstance(row.get("time"), int):
-                inp.states.append(row)
-        if bad:
-            inp.missing.append(f"cluster-state.jsonl: {bad} line(s) cut off or damaged, skipped")
-    else:
-        inp.missing.append("cluster-state.jsonl is missing: no leader, ISR or broker lanes")
+    _load_states(inp, run_dir / "cluster-state.jsonl")
+    inp.origin_ns, inp.origin = fault_phase_origin(inp.run, inp.schedule, inp.data)
+    if inp.origin_ns:
+        _shift(inp.data, inp.origin_ns)
+        _shift(inp.states, inp.origin_ns)
     return inp
+
+
+def _load_states(inp: Inputs, states: Path) -> None:
+    if not states.is_file():
+        inp.missing.append("cluster-state.jsonl is missing: no leader, ISR or broker lanes")
+        return
+    bad = 0
+    for line in states.read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(row, dict) and isinstance(row.get("time"), int):
+            inp.states.append(row)
+    if bad:
+        inp.missing.append(f"cluster-state.jsonl: {bad} line(s) cut off or damaged, skipped")
+
+
+def fault_phase_origin(
+    run: dict[str, Any] | None, schedule: list[Any] | None, data: dict[str, Any] | None
+) -> tuple[int, str]:
+    """Where the page's clock starts, in history nanoseconds: the start of the fault
+    phase, from which schedule.json's at_s counts, so a band drawn at 20 s is the step
+    scheduled `at_s: 20`. Runs written before run.json recorded it get an estimate:
+    the first nemesis op, less its step's at_s."""
+    start = _get(run, "fault_phase_start_ns")
+    if isinstance(start, int) and not isinstance(start, bool):
+        return start, "the start of the fault phase (run.json)"
+    first = next(
+        (o for o in (data or {}).get("nemesis", []) if isinstance(o.get("time"), int)), None
+    )
+    at = schedule[0].get("at_s") if schedule and isinstance(schedule[0], dict) else None
+    if first is not None and isinstance(at, (int, float)):
+        origin = max(first["time"] - round(at * 1e9), 0)
+        return origin, "the start of the fault phase (estimated: the first fault op less its at_s)"
+    return 0, "the start of the history (no fault phase start known)"
+
+
+def _is_time(key: str) -> bool:
+    """The history's times, wherever they are copied (report-data.json's rows, its
+    span, cluster-state.jsonl, a cycle witness's steps): "time", "*_time", t0 and t1."""
+    return key in ("time", "t0", "t1") or key.endswith("_time")
+
+
+def _shift(obj: Any, origin_ns: int) -> None:
+    """Move every history time in `obj` to the page's clock, in place. A nemesis op's
+    value is what the op recorded, not a time of ours: left alone."""
+    if isinstance(obj, list):
+        for v in obj:
+            _shift(v, origin_ns)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if _is_time(k) and isinstance(v, int) and not isinstance(v, bool):
+                obj[k] = v - origin_ns
+            elif k != "value":
+                _shift(v, origin_ns)
+
+
+def _on_page_clock(examples: Any, inp: Inputs) -> list[dict[str, Any]]:
+    """Witnesses as results.json holds them, their times moved to the page's clock."""
+    out = json.loads(json.dumps(list(examples)))
+    _shift(out, inp.origin_ns)
+    return out
 
 
 # ---------------------------------------------------------------- helpers
@@ -164,25 +222,36 @@ def clients_present(spec: dict[str, Any] | None, fs: set[str]) -> set[Need]:
     return present
 
 
-def _settings(spec: dict[str, Any]) -> list[list[Any]]:
-    return [
-        ["acks", _get(spec, "producer.acks", "?")],
-        ["idempotence", _get(spec, "producer.idempotence", "?")],
-        ["max in flight", _get(spec, "producer.max_in_flight", "?")],
-        ["retries", _get(spec, "producer.retries", "?")],
-        ["transactions", _get(spec, "producer.transactional", "?")],
-        [
-            "consumers",
-            f"{_get(spec, 'consumer.workers', '?')} ({_get(spec, 'consumer.mode', '?')})",
-        ],
-        ["isolation level", _get(spec, "consumer.isolation_level", "?")],
-        ["commit style", _get(spec, "consumer.commit", "?")],
-        ["replication factor", _get(spec, "topic.replication_factor", "?")],
-        ["min.insync.replicas", _get(spec, "topic.min_insync_replicas", "?")],
-        ["unclean leader election", _get(spec, "topic.unclean_leader_election", "?")],
-        ["faults", ", ".join(_get(spec, "nemesis.faults", []) or ["none"])],
-        ["allowed anomalies", ", ".join(_get(spec, "check.allowed", []) or ["none"])],
+def _consumers(spec: dict[str, Any]) -> str:
+    workers = _get(spec, "consumer.workers")
+    if workers == 0:
+        return "none (only the final drain reads)"
+    return f"{workers if workers is not None else '?'} ({_get(spec, 'consumer.mode', '?')})"
+
+
+def _settings(spec: dict[str, Any], present: set[Need]) -> list[list[Any]]:
+    """The settings that shape what this run could do; a client's settings only if the
+    run had that client (isolation level: consumers, and transactions' own reads)."""
+    rows: list[tuple[str, Any, set[Need] | None]] = [
+        ("acks", _get(spec, "producer.acks", "?"), None),
+        ("idempotence", _get(spec, "producer.idempotence", "?"), None),
+        ("max in flight", _get(spec, "producer.max_in_flight", "?"), None),
+        ("retries", _get(spec, "producer.retries", "?"), None),
+        ("transactions", _get(spec, "producer.transactional", "?"), None),
+        ("consumers", _consumers(spec), None),
+        (
+            "isolation level",
+            _get(spec, "consumer.isolation_level", "?"),
+            {"consumers", "transactions"},
+        ),
+        ("commit style", _get(spec, "consumer.commit", "?"), {"group"}),
+        ("replication factor", _get(spec, "topic.replication_factor", "?"), None),
+        ("min.insync.replicas", _get(spec, "topic.min_insync_replicas", "?"), None),
+        ("unclean leader election", _get(spec, "topic.unclean_leader_election", "?"), None),
+        ("faults", ", ".join(_get(spec, "nemesis.faults", []) or ["none"]), None),
+        ("allowed anomalies", ", ".join(_get(spec, "check.allowed", []) or ["none"]), None),
     ]
+    return [[k, v] for k, v, needs in rows if needs is None or needs & present]
 
 
 def _run_facts(inp: Inputs) -> list[list[Any]]:
@@ -214,7 +283,7 @@ def header(inp: Inputs, fs: set[str]) -> str:
     out.append('<div class="cols">')
     out.append(
         "<div><h3>Settings that matter</h3>"
-        + _table(["setting", "value"], _settings(inp.spec or {}))
+        + _table(["setting", "value"], _settings(inp.spec or {}, clients_present(inp.spec, fs)))
         + "</div>"
     )
     out.append("<div><h3>Run</h3>" + _table(["fact", "value"], _run_facts(inp)) + "</div>")
@@ -233,10 +302,6 @@ def _claim(claim: Claim, results: Results | None) -> str:
     )
 
 
-# The counts table's word for each way the verdict treats a finding.
-_SHORT = {"forbidden by this config": "FORBIDDEN", "allowed by this config": "allowed"}
-
-
 def _counts(inp: Inputs, fs: set[str]) -> str:
     if inp.results is None:
         return "<p>no results</p>"
@@ -252,8 +317,7 @@ def _counts(inp: Inputs, fs: set[str]) -> str:
             shown, tag = "not applicable", f"no {NEED_WORDS[entry.needs]} in this run"  # type: ignore[index]
         else:
             shown = str(c)
-            judged = inp.results.judged(name) if c else ""
-            tag = _SHORT.get(judged, judged)
+            tag = _tag(inp.results, name) if c else ""
         link = f'<a href="#a-{name}">{_e(name)}</a>' if c else _e(name)
         rows.append(f"<tr><td>{link}</td><td>{_e(shown)}</td><td>{_e(tag)}</td></tr>")
     return (
@@ -262,28 +326,97 @@ def _counts(inp: Inputs, fs: set[str]) -> str:
     )
 
 
+def _tag(results: Results, name: str) -> str:
+    """A found anomaly's word in the counts table; an undecided count is no finding."""
+    judged = results.judged(name)
+    return {"undecided": "undecided", "allowed by this config": "allowed"}.get(judged, "FORBIDDEN")
+
+
+Marker = tuple[float, str, int, int]  # time, anomaly, first and last witness number
+
+
+def _wtag(lo: int, hi: int) -> str:
+    return f"W{lo}" if lo == hi else f"W{lo}-W{hi}"
+
+
+def _span(xs: list[int], what: str) -> str:
+    """ "values 5-9" for consecutive numbers, "values 5, 7" otherwise."""
+    if len(xs) > 1 and xs == list(range(xs[0], xs[0] + len(xs))):
+        return f"{what} {xs[0]}-{xs[-1]}"
+    return f"{what} " + ", ".join(map(str, xs))
+
+
+def _run_intro(run: list[dict[str, Any]], unit: str, acks: list[float]) -> str:
+    """What a run of alike witnesses is, before the first of them is explained."""
+    offsets = [ex["offset"] for ex in run]
+    values = [ex.get("value") for ex in run]
+    when = f", acknowledged {min(acks):.3f}s to {max(acks):.3f}s" if acks else ""
+    vals = _span(values, "values") if all(isinstance(v, int) for v in values) else ""
+    return (
+        f"{len(run)} {_e(unit)} at consecutive offsets {offsets[0]}-{offsets[-1]} of "
+        f"partition {_e(run[0].get('partition'))} ({_e(vals)}{_e(when)}), alike in all "
+        "but value and offset. The first of them: "
+    )
+
+
 def _witness_items(
-    name: str, a: AnomalyResult, inp: Inputs, fs: list[Fault], t_end: float
-) -> tuple[list[str], list[tuple[float, str]]]:
+    name: str,
+    a: AnomalyResult,
+    shown: list[dict[str, Any]],
+    inp: Inputs,
+    fs: list[Fault],
+    t_end: float,
+) -> tuple[list[str], list[Marker], list[list[int]]]:
+    """One list item per witness shown, or per run of witnesses at consecutive
+    positions with the same explanation; the runs, by index into `shown`."""
+    groups = runs(shown, inp.data, fs, t_end)
     items: list[str] = []
-    markers: list[tuple[float, str]] = []
-    for i, ex in enumerate(a.examples[:MAX_WITNESSES]):
-        text, mark = explain(name, ex, inp.data, fs, t_end)
-        tag = f"{name} W{i + 1}"
+    markers: list[Marker] = []
+    for run in groups:
+        lo, hi = run[0] + 1, run[-1] + 1
+        tag = f"{name} {_wtag(lo, hi)}"
+        text, mark = explain(name, shown[run[0]], inp.data, fs, t_end)
+        intro = ""
+        if len(run) > 1:
+            acks = [t for i in run if (t := ack_time(shown[i], inp.data)) is not None]
+            intro = _run_intro([shown[i] for i in run], a.unit, acks)
         link = ""
         if mark is not None:
-            markers.append((mark, tag))
-            link = f' <a href="#timeline">(W{i + 1} at {mark:.1f}s on the timeline)</a>'
+            markers.append((mark, name, lo, hi))
+            link = f' <a href="#timeline">({_wtag(lo, hi)} at {mark:.1f}s on the timeline)</a>'
         items.append(
-            f'<li class="witness" id="w-{name}-{i + 1}"><b>{_e(tag)}</b>{link}: {text}</li>'
+            f'<li class="witness" id="w-{name}-{lo}"><b>{_e(tag)}</b>{link}: {intro}{text}</li>'
         )
-    return items, markers
+    return items, markers, groups
 
 
-def anomalies_section(
-    inp: Inputs, fs: list[Fault], t_end: float
-) -> tuple[str, list[tuple[float, str]]]:
-    markers: list[tuple[float, str]] = []
+def _leaders(shown: list[dict[str, Any]], groups: list[list[int]], inp: Inputs) -> str:
+    """In words, which broker led each witness's partition when it was acknowledged
+    and which took over: one sentence per leader and successor."""
+    by: dict[Handover, list[tuple[str, float, float]]] = {}
+    for run in groups:
+        acks = [t for i in run if (t := ack_time(shown[i], inp.data)) is not None]
+        p = shown[run[0]].get("partition")
+        if not acks or not isinstance(p, int):
+            continue
+        h = handover(inp.states, p, min(acks))
+        if h is not None:
+            by.setdefault(h, []).append((_wtag(run[0] + 1, run[-1] + 1), min(acks), max(acks)))
+    said = [
+        sentence(
+            h, ", ".join(w for w, _, _ in ws), min(t for _, t, _ in ws), max(t for _, _, t in ws)
+        )
+        for h, ws in by.items()
+    ]
+    if not said:
+        return ""
+    if str(_get(inp.spec, "producer.acks")) == "1":
+        said.append("With acks=1 a leader acknowledges alone, without waiting for any follower.")
+    return '<p class="leaders">Leaders (cluster-state.jsonl): ' + _e(" ".join(said)) + "</p>"
+
+
+def anomalies_section(inp: Inputs, fs: list[Fault], t_end: float) -> tuple[str, list[Marker]]:
+    markers: list[Marker] = []
     if inp.results is None:
         return "<p>No anomalies to show: the run was not analyzed.</p>", markers
     out: list[str] = []
@@ -299,12 +432,15 @@ def anomalies_section(
         out.append(f"<p>{_e(inp.results.definition(name))}.</p>")
         if a.count is None:
             out.append(f'<p class="problem">The check failed: {_e(a.error or "")}</p>')
-        items, marks = _witness_items(name, a, inp, fs, t_end)
+        shown = _on_page_clock(a.examples[:MAX_WITNESSES], inp)
+        items, marks, groups = _witness_items(name, a, shown, inp, fs, t_end)
         markers += marks
+        if name in ANOMALIES and not ANOMALIES[name].allowed_by_default:
+            # Normal behaviour (the registry's word) is no leader's doing.
+            out.append(_leaders(shown, groups, inp))
         if items:
-            more = (
-                f" (showing {len(items)} of {a.count})" if a.count and a.count > len(items) else ""
-            )
+            n = min(len(a.examples), MAX_WITNESSES)
+            more = f" (showing {n} of {a.count})" if a.count and a.count > n else ""
             out.append(f"<p>Witnesses{more}:</p><ol>{''.join(items)}</ol>")
         out.append("</section>")
     if not out:
@@ -374,17 +510,28 @@ li.witness{margin-bottom:6px}svg{display:block;margin:2px 0}
 """
 
 
-def _cluster(axis: sp.Axis, markers: list[tuple[float, str]]) -> list[tuple[float, str]]:
+def _cluster(axis: sp.Axis, markers: list[Marker]) -> list[tuple[float, str]]:
     """Witnesses of one anomaly a few pixels apart share one marker ("lost-write
-    W1-W8"), so their labels do not print over each other."""
-    out: list[tuple[float, str, list[int]]] = []  # t, anomaly, witness numbers
-    for t, label in sorted(markers, key=lambda m: (m[1].rsplit(" ", 1)[0], m[0])):
-        name, w = label.rsplit(" W", 1)
+    W1-W8"): ten labels in a row would say no more than one."""
+    out: list[Marker] = []
+    for t, name, lo, hi in sorted(markers, key=lambda m: (m[1], m[0])):
         if out and out[-1][1] == name and axis.x(t) - axis.x(out[-1][0]) < 40:
-            out[-1][2].append(int(w))
+            last = out[-1]
+            out[-1] = (last[0], name, min(last[2], lo), max(last[3], hi))
         else:
-            out.append((t, name, [int(w)]))
-    return [(t, f"{n} W{min(ws)}" + (f"-W{max(ws)}" if len(ws) > 1 else "")) for t, n, ws in out]
+            out.append((t, name, lo, hi))
+    return [(t, f"{n} {_wtag(lo, hi)}") for t, n, lo, hi in out]
+
+
+def _clock_note(inp: Inputs) -> str:
+    if inp.origin_ns:
+        how = (
+            f"as schedule.json's at_s counts them (history.jsonl's time less "
+            f"{inp.origin_ns / 1e9:.3f}s)"
+        )
+    else:
+        how = "history.jsonl's time; schedule.json's at_s may count from later"
+    return f'<p class="clock">Times on this page: seconds from {_e(inp.origin)}, {_e(how)}.</p>'
 
 
 def render(inp: Inputs) -> str:
@@ -422,6 +569,7 @@ def render(inp: Inputs) -> str:
         + "<p>Shaded bands: faults, from the fault op's invoke to the op that healed it. "
         "Hatched: the fault op's outcome is unknown. W1, W2 ...: witnesses below, at "
         "their acknowledgement. Hover for details.</p>"
+        + _clock_note(inp)
         + "\n".join(timeline)
         + '<h2 id="anomalies">Anomalies</h2>'
         + anomalies_html

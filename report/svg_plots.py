@@ -28,7 +28,7 @@ PALETTE = (
 
 @dataclass(frozen=True)
 class Band:
-    """A fault from its start to its heal, in seconds from the history's start."""
+    """A fault from its start to its heal, in seconds on the page's clock."""
 
     t0: float
     t1: float
@@ -104,46 +104,117 @@ def axis_svg(axis: Axis, y: int, label: bool = True) -> list[str]:
     return out
 
 
-def fault_strip(axis: Axis, bands: Sequence[Band], markers: Sequence[tuple[float, str]]) -> str:
-    """The labelled fault bands in rows (overlapping faults stack), witness markers
-    (W1, W2 ...) under them, and the time axis."""
-    rows: list[list[Band]] = []
-    for b in sorted(bands, key=lambda b: b.t0):
-        for row in rows:
-            if axis.x(row[-1].t1) + 4 < axis.x(b.t0):
-                row.append(b)
-                break
+def text_width(text: str, size: float = 10) -> float:
+    """A generous estimate of a label's width in system-ui at `size` px: labels are laid
+    out by it, so overestimating only costs a row."""
+    return 0.62 * size * len(text)
+
+
+def rows_for(spans: Sequence[tuple[float, float]], gap: float = 4) -> list[int]:
+    """The row of each (x0, x1) span, in order: the first row whose last span ends
+    before this one starts, so nothing drawn in a row overlaps."""
+    ends: list[float] = []
+    out: list[int] = []
+    for x0, x1 in spans:
+        row = next((i for i, end in enumerate(ends) if end + gap < x0), len(ends))
+        if row == len(ends):
+            ends.append(x1)
         else:
-            rows.append([b])
-    row_h = 18
-    height = 24 + row_h * max(len(rows), 1) + 22 + 20
+            ends[row] = x1
+        out.append(row)
+    return out
+
+
+def _band_rows(axis: Axis, bands: Sequence[Band]) -> list[tuple[Band, int]]:
+    """Overlapping faults stack, and so do faults whose label runs past its band into
+    the next one."""
+    ordered = sorted(bands, key=lambda b: b.t0)
+    spans = [
+        (axis.x(b.t0), max(axis.x(b.t1), axis.x(b.t0) + 3 + text_width(b.label))) for b in ordered
+    ]
+    return list(zip(ordered, rows_for(spans), strict=True))
+
+
+def fault_strip(axis: Axis, bands: Sequence[Band], markers: Sequence[tuple[float, str]]) -> str:
+    """The labelled fault bands in rows, witness markers (W1, W2 ...) in rows under
+    them, and the time axis; no label is drawn over another."""
+    placed = _band_rows(axis, bands)
+    row_h, mark_h = 18, 13
+    n_rows = max([r + 1 for _, r in placed], default=1)
+    marks = sorted(markers)
+    mark_rows = rows_for([(axis.x(t), axis.x(t) + 2 + text_width(n, 9)) for t, n in marks])
+    n_marks = max(mark_rows, default=0) + 1
+    my = 24 + row_h * n_rows
+    height = my + mark_h * n_marks + 4 + 20
     body = [_DEFS, '<text x="4" y="14" font-size="11" font-weight="bold">faults</text>']
     if not bands:
         body.append(
             f'<text x="{LEFT}" y="30" font-size="11" fill="#555">no fault in this run</text>'
         )
-    for i, row in enumerate(rows):
-        y = 20 + i * row_h
-        for b in row:
-            x0, x1 = axis.x(b.t0), axis.x(b.t1)
-            w = max(x1 - x0, 3.0)
-            fill = "url(#unknown)" if b.unknown else "rgba(214,39,40,0.25)"
-            body.append(
-                f'<g class="fault-band"><rect x="{_num(x0)}" y="{y}" width="{_num(w)}" '
-                f'height="{row_h - 3}" fill="{fill}" stroke="#d62728" stroke-width="0.7"/>'
-                f'<text x="{_num(x0 + 3)}" y="{y + 11}" font-size="10">{escape(b.label)}</text>'
-                f"<title>{escape(b.label)} ({b.t0:.1f}s to {b.t1:.1f}s)</title></g>"
-            )
-    my = 24 + row_h * max(len(rows), 1)
-    for t, name in markers:
-        x = axis.x(t)
+    for b, row in placed:
+        y = 20 + row * row_h
+        x0, x1 = axis.x(b.t0), axis.x(b.t1)
+        fill = "url(#unknown)" if b.unknown else "rgba(214,39,40,0.25)"
         body.append(
-            f'<g class="witness-marker"><line x1="{_num(x)}" y1="{my}" x2="{_num(x)}" '
-            f'y2="{my + 14}" stroke="#000"/><text x="{_num(x + 2)}" y="{my + 12}" '
-            f'font-size="9">{escape(name)}</text></g>'
+            f'<g class="fault-band"><rect x="{_num(x0)}" y="{y}" width="{_num(max(x1 - x0, 3.0))}" '
+            f'height="{row_h - 3}" fill="{fill}" stroke="#d62728" stroke-width="0.7"/>'
+            f'<text x="{_num(x0 + 3)}" y="{y + 11}" font-size="10">{escape(b.label)}</text>'
+            f"<title>{escape(b.label)} ({b.t0:.1f}s to {b.t1:.1f}s)</title></g>"
+        )
+    for (t, name), row in zip(marks, mark_rows, strict=True):
+        x, y = axis.x(t), my + row * mark_h
+        # The tick spans its own row only: one reaching down from the bands would
+        # cross the labels of the rows above it.
+        body.append(
+            f'<g class="witness-marker"><line x1="{_num(x)}" y1="{y}" x2="{_num(x)}" '
+            f'y2="{y + mark_h - 1}" stroke="#000"/><text x="{_num(x + 2)}" y="{y + 10}" '
+            f'font-size="9">{escape(name)}</text><title>{escape(name)} at {t:.2f}s</title></g>'
         )
     body += axis_svg(axis, height - 20)
     return _frame(height, body, "faults over time")
+
+
+@dataclass(frozen=True)
+class LogScale:
+    """Whole decades from just below the smallest positive value to just above the
+    largest, so every decade gets a labelled tick."""
+
+    lo: float
+    hi: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> LogScale:
+        pos = [v for v in values if v > 0]
+        lo = 10.0 ** math.floor(math.log10(min(pos, default=0.1)))
+        hi = 10.0 ** math.ceil(math.log10(max(pos, default=1.0)))
+        return cls(lo, max(hi, lo * 10))
+
+    def frac(self, v: float) -> float:
+        """0 at the bottom, 1 at the top; zero and below sit on the bottom."""
+        return math.log10(max(v, self.lo) / self.lo) / math.log10(self.hi / self.lo)
+
+    def ticks(self) -> list[float]:
+        n = round(math.log10(self.hi / self.lo))
+        return [self.lo * 10.0**i for i in range(n + 1)]
+
+
+def tick_label(v: float, unit: str) -> str:
+    """1000 ms reads as 1 s: a latency axis spans microseconds to tens of seconds."""
+    if unit == "ms" and v >= 1000:
+        return f"{v / 1000:g} s"
+    return f"{v:g} {unit}"
+
+
+def _y_ticks(ticks: Sequence[tuple[float, str]]) -> list[str]:
+    out = []
+    for y, label in ticks:
+        out.append(
+            f'<line class="y-tick" x1="{LEFT}" y1="{_num(y)}" x2="{WIDTH - RIGHT}" '
+            f'y2="{_num(y)}" stroke="#e4e4e4" stroke-width="0.7"/>'
+            f'<text x="{LEFT - 4}" y="{_num(y + 3)}" font-size="10" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+    return out
 
 
 def line_chart(
@@ -160,20 +231,20 @@ def line_chart(
     between, e.g. no op completed) are not joined."""
     height, top, bottom = 184, 34, 162
     ys = [y for pts in series.values() for _, y in pts]
+    scale = LogScale.of(ys) if log_scale else None
     ymax = max(ys, default=1.0) or 1.0
 
     def sy(v: float) -> float:
-        if log_scale:
-            lo = 0.1
-            frac = math.log10(max(v, lo) / lo) / max(math.log10(ymax / lo), 1e-9)
-        else:
-            frac = v / ymax
+        frac = scale.frac(v) if scale is not None else v / ymax
         return bottom - frac * (bottom - top)
 
     body = [_DEFS, *bands_svg(axis, bands, bottom, top)]
     body.append(f'<text x="4" y="12" font-size="11" font-weight="bold">{escape(title)}</text>')
-    body.append(f'<text x="4" y="{top + 10}" font-size="10">{ymax:.4g} {escape(unit)}</text>')
-    body.append(f'<text x="4" y="{bottom}" font-size="10">{0.1 if log_scale else 0} </text>')
+    if scale is not None:
+        body += _y_ticks([(sy(v), tick_label(v, unit)) for v in scale.ticks()])
+    else:
+        body.append(f'<text x="4" y="{top + 10}" font-size="10">{ymax:.4g} {escape(unit)}</text>')
+        body.append(f'<text x="4" y="{bottom}" font-size="10">0 </text>')
     legend_x = LEFT
     for i, (name, pts) in enumerate(series.items()):
         color = (colors or {}).get(name, PALETTE[i % len(PALETTE)])

@@ -29,23 +29,22 @@ def render(results: Results, run_dir: Path) -> str:
     for name, a in results.anomalies.items():
         count = "?" if a.count is None else str(a.count)
         tag = ""
-        if a.count and name in results.allowed:
-            tag = "  (allowed)"
-        elif a.count and a.undecided:
-            # Found, but proving nothing: the verdict is unknown, not invalid.
-            tag = f"  (undecided: {a.undecided})"
-        elif a.count:
-            tag = "  <-- forbidden"
+        if a.count:
+            # Found but proving nothing (undecided): the verdict is unknown, not invalid.
+            tag = {
+                "undecided": f"  (undecided: {a.undecided})",
+                "allowed by this config": "  (allowed)",
+            }.get(results.judged(name), "  <-- forbidden")
         elif a.count is None:
             tag = f"  (check failed: {a.error or ''})"
         lines.append(f"  {name:<22}{count:>8}{tag}")
         if a.count:
             lines += [f"      e.g. {_witness(ex)}" for ex in a.examples[:WITNESSES]]
     st = results.stats
+    outcomes = f" ({_counts(st.send_outcomes)})" if st.send_outcomes else ""
     lines.append(
-        f"  sends: {st.sends_attempted} attempted, "
-        + _counts(st.send_outcomes)
-        + f"; records read {st.records_read}; faults injected {st.faults_injected}"
+        f"  sends: {st.sends_attempted} attempted{outcomes}; "
+        f"records read {st.records_read}; faults injected {st.faults_injected}"
     )
     for label, counts in (("nemesis", st.nemesis_done), ("client events", st.client_events)):
         if counts:

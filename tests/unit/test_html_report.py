@@ -50,7 +50,7 @@ def test_a_lost_write_is_explained_with_its_witness_and_the_fault(spark, tmp_pat
     assert "partition 0 offset 1" in section
     assert "Sent by process 0" in section and "<b>ok</b>" in section
     assert "No read ever returned this value" in section
-    assert "kill leader brokers [1]" in section  # active between ack and reads
+    assert "kill leader: broker 1" in section  # active between ack and reads
     # The reads that prove it lost, not late: the first ones past its offset.
     assert "Reads that went past offset 1 first: consumer process 1 read offset 2" in section
     # The fault band is on the timeline, with the witness marker.
@@ -162,3 +162,31 @@ def test_fault_bands_pair_each_fault_with_its_own_heal() -> None:
     assert set(bands) == {"kill", "pause", "partition"}  # heals are not faults
     never = faults([op(1, 1, "invoke", "pause"), op(2, 1, "ok", "pause", brokers=[3])], 20)
     assert never[0].band.t1 == 20 and "never healed" in never[0].band.label
+
+
+def test_fault_bands_name_their_real_targets() -> None:
+    """A partition op records every broker its grudge touches; the band names the
+    isolated one, else the sides of the split, else each cut link."""
+
+    def label(value: dict[str, object], f: str = "partition") -> str:
+        ops = [
+            {"index": 1, "time": 1, "type": "invoke", "f": f, "value": {}},
+            {"index": 2, "time": 2, "type": "ok", "f": f, "value": value},
+        ]
+        return faults(ops, t_end=10)[0].band.label
+
+    every = {"mode": "drop", "brokers": [1, 2, 3]}
+    isolate = {"1": [2], "2": [1, 3], "3": [2]}
+    assert (
+        label({**every, "topology": "isolate-leader", "grudge": isolate, "isolated": [2]})
+        == "partition isolate-leader drop: broker 2 isolated (never healed)"
+    )
+    halves = {**every, "topology": "halves", "grudge": {"1": [2, 3], "2": [1], "3": [1]}}
+    assert label(halves).startswith("partition halves drop: brokers 1 | 2, 3 (")
+    one_way = {"topology": "one-way", "mode": "drop", "brokers": [3], "grudge": {"3": [1]}}
+    assert label(one_way).startswith("partition one-way drop: cut 1->3 (")
+    ring = {"1": [3, 4], "2": [4, 5], "3": [5, 1], "4": [1, 2], "5": [2, 3]}
+    assert "drop: cut 1-3, 1-4, 2-4, 2-5, 3-5 (" in label({**every, "grudge": ring})
+    failover = {"topology": "followers-from-leader", "brokers": [3, 1], "leader": 2}
+    assert "followers-from-leader: brokers 1, 3 from leader 2 (" in label(failover)
+    assert label({"target": "leader", "brokers": [2]}, "kill").startswith("kill leader: broker 2")

@@ -73,7 +73,10 @@ _ALL = (
     Anomaly(
         "unseen",
         "values",
-        "an acknowledged value never read that is not a lost-write",
+        "an acknowledged value never read that is not a lost-write: nothing read its "
+        "partition past its offset and the final drain did not read that partition to its "
+        "end, so late and lost look the same; it makes the verdict unknown, never invalid, "
+        "and names the partitions the drain did not finish and why",
     ),
     Anomaly(
         "vanished-read",

@@ -37,6 +37,7 @@ from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
 from kafka_trial.spark_analysis.session import spark_session
 from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
+from kafka_trial.spark_analysis.undecided import undecided_unseen
 from pydantic import ValidationError
 from pyspark.sql import SparkSession
 
@@ -235,13 +236,7 @@ def _analyze(
         status("analysis: running the checks")
         anomalies = run_checks(fr)
         st = stats(fr)
-        if anomalies["unseen"].get("count") and not fr.drain_ran:
-            # Never read, and no final read phase: late and lost look the same.
-            anomalies["unseen"]["undecided"] = "the final drain never ran"
-            problems.append(
-                "the final drain never ran (the run was cut off before it): values nobody read "
-                "are unseen, which proves nothing; rerun, or judge a run that finished"
-            )
+        problems += undecided_unseen(fr, anomalies, tuple(check.allowed))
         if st["client_ops"] == 0:
             # Nothing was sent or read: no anomaly is no evidence either.
             problems.append("no client operations in the history: nothing was tested")

@@ -134,7 +134,7 @@ def fault_phase_origin(
 
 def _is_time(key: str) -> bool:
     """The history's times, wherever they are copied (report-data.json's rows, its
-    span, cluster-state.jsonl, a cycle witness's steps): "time", "*_time", t0 and t1."""
+    span, cluster-state.jsonl, any witness field): "time", "*_time", t0 and t1."""
     return key in ("time", "t0", "t1") or key.endswith("_time")
 
 

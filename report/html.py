@@ -134,7 +134,7 @@ def fault_phase_origin(
 
 def _is_time(key: str) -> bool:
     """The history's times, wherever they are copied (report-data.json's rows, its
-    span, cluster-state.jsonl, any witness field): "time", "*_time", t0 and t1."""
+    span, cluster-state.jsonl, a cycle witness's steps): "time", "*_time", t0 and t1."""
     return key in ("time", "t0", "t1") or key.endswith("_time")
 
 
@@ -422,7 +422,7 @@ def anomalies_section(inp: Inputs, fs: list[Fault], t_end: float) -> tuple[str, 
     out: list[str] = []
     for name in ANOMALY_TYPES:
         a = inp.results.anomalies.get(name)
-        if a is None or (not a.count and a.count is not None):
+        if a is None or a.skipped or (not a.count and a.count is not None):
             continue
         out.append(
             f'<section class="anomaly" id="a-{name}"><h3>{_e(name)}: '

@@ -35,9 +35,12 @@ def test_torn_txn(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path)
     b.txn(0, [(1, 0, 0), (2, 1, 0), (3, 2, 0)], "ok")
     b.poll(9, [(1, 0, 0), (2, 1, 0)])
+    # The drain read every partition to its end (offset 1 is each one's commit marker).
+    b.drain(8, [(1, 0, 0), (2, 1, 0)], at_end={0: 2, 1: 2, 2: 2})
     res = analyze(b.done())
     assert res["anomalies"]["torn-txn"]["count"] == 1
     assert res["anomalies"]["torn-txn"]["examples"][0]["missing"] == [3]
+    assert res["valid"] is False
 
 
 def test_whole_txn_visible_is_not_torn(spark, tmp_path: Path) -> None:

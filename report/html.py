@@ -311,7 +311,9 @@ def _counts(inp: Inputs, fs: set[str]) -> str:
         a = inp.results.anomalies.get(name)
         c = None if a is None else a.count
         entry = ANOMALIES[name]
-        if c is None:
+        if c is None and a is not None and a.skipped:
+            shown, tag = "-", f"not checked: {a.skipped}"[:120]
+        elif c is None:
             shown, tag = "?", f"could not decide: {a.error if a else 'missing'}"[:120]
         elif c == 0 and inp.data is not None and not entry.applicable(present):
             shown, tag = "not applicable", f"no {NEED_WORDS[entry.needs]} in this run"  # type: ignore[index]

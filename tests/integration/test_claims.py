@@ -25,6 +25,7 @@ from kafka_trial.harness.spec import merge_config
 
 from tests.integration.conftest import containers_of
 from tests.integration.runs import stop_stuck
+from tests.results import ran
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def _run(camp: Path, key: str) -> tuple[list[Op], dict]:
 
 
 def _counts(res: dict) -> dict[str, int]:
-    return {k: v["count"] for k, v in res["anomalies"].items()}
+    return ran(res)
 
 
 def test_every_preset_has_an_expectation() -> None:

@@ -10,10 +10,11 @@ from kafka_trial.spark_analysis import history_frames
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 def counts(res: dict) -> dict[str, int]:
-    return {k: v["count"] for k, v in res["anomalies"].items()}
+    return ran(res)
 
 
 def clean(tmp: Path) -> Builder:

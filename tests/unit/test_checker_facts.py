@@ -19,6 +19,7 @@ from kafka_trial.spark_analysis.job import analyze
 
 from tests.batched import Case, Judged, judge
 from tests.histories import TOPIC, Builder
+from tests.results import ran
 
 CASES: dict[str, Callable[[Case], Any]] = {}
 
@@ -37,7 +38,7 @@ def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]
 
 
 def counts(res: Any) -> dict[str, int]:
-    return {k: v["count"] for k, v in res["anomalies"].items()}
+    return ran(res)
 
 
 # --- 1. lost below the drain's end ---------------------------------------------------

@@ -441,6 +441,7 @@ def test_which_cycle_checks_run_by_setting() -> None:
 
 def test_the_reports_say_not_checked(tmp_path: Path) -> None:
     from kafka_trial.checkers.results import Results
+    from kafka_trial.report.html import write_report
     from kafka_trial.report.junit import testsuite
     from kafka_trial.report.text import render as text
 
@@ -456,6 +457,10 @@ def test_the_reports_say_not_checked(tmp_path: Path) -> None:
     )
     xml = ET.tostring(testsuite("run", res), encoding="unicode")
     assert 'skipped="4"' in xml and 'message="G1c: not checked: check.cycles is off"' in xml
+    (tmp_path / "results.json").write_text(res.to_json())
+    html = write_report(tmp_path).read_text()
+    assert "<td>G1c</td><td>-</td><td>not checked: check.cycles is off</td>" in html
+    assert 'id="a-G1c"' not in html  # no section for what was not looked at
 
 
 def test_a_cycle_witness_reads_step_by_step_with_links_to_the_timeline() -> None:

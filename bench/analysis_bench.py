@@ -540,7 +540,8 @@ def _child_analyze(run: Path, master: str | None, warm: bool) -> dict[str, Any]:
         "cold_end_epoch": cold_end,
         "import_s": t_import,
         "analysis": res["analysis"],
-        "counts": {k: v.get("count") for k, v in res["anomalies"].items()},
+        # A check that did not run (check.cycles) has no count to compare.
+        "counts": {k: v.get("count") for k, v in res["anomalies"].items() if not v.get("skipped")},
         "valid": res["valid"],
         "stats": {k: res["stats"].get(k) for k in ("ops", "sends_attempted", "records_read")},
     }
@@ -688,9 +689,10 @@ class _Sampler:
         return self.peak_kb / 1024, big, self.xmx[jvms[-1][1]] if jvms else None
 
 
-def run_child(args: list[str], sample_s: float = 0.1) -> Measured:
-    """Run this script as a child in `args` mode, sampling its process tree's memory.
-    For `_analyze`, time and peaks are those of the first (cold) analyze."""
+def run_child(args: list[str], sample_s: float = 0.1, script: str = __file__) -> Measured:
+    """Run `script` (this one by default) as a child in `args` mode, sampling its
+    process tree's memory. For `_analyze`, time and peaks are those of the first
+    (cold) analyze."""
     with (
         tempfile.TemporaryFile("w+") as out,
         tempfile.TemporaryFile("w+") as err,
@@ -699,7 +701,7 @@ def run_child(args: list[str], sample_s: float = 0.1) -> Measured:
         mark = Path(mark_dir) / "cold-done"
         env = {**os.environ, "BENCH_MARK": str(mark)}
         t0, epoch0 = time.monotonic(), time.time()
-        proc = subprocess.Popen([sys.executable, __file__, *args], stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen([sys.executable, script, *args], stdout=out, stderr=err, env=env)
         s = _Sampler(proc.pid)
         cold: tuple[float, dict[str, float], str | None] | None = None
         wall: float | None = None
@@ -791,8 +793,14 @@ def _clear_run_outputs(run: Path) -> None:
 
 
 def check_counts(engine: str, counts: dict[str, Any], expected: dict[str, int]) -> list[str]:
+    from kafka_trial.checkers.anomalies import DEFAULT_ALLOWED
+
     bad = []
     for name, got in sorted(counts.items()):
+        if name in DEFAULT_ALLOWED and name not in expected:
+            # Normal behaviour the generator does not count (a planted reorder's hole
+            # between one op's sends is an int-send-skip), and never a failure.
+            continue
         want = expected.get(name, 0)
         if got != want:
             bad.append(f"{engine}: {name} = {got}, planted {want}")

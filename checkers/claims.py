@@ -153,6 +153,13 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("aborted-read", "torn-txn", "lost-write"),
     ),
+    "txn-cycles": Claim(
+        "cycles",
+        "read_uncommitted does not isolate transactions: a transaction's reads of others "
+        "still open close dependency cycles (Elle's G1c), which read_committed never shows",
+        "anomaly",
+        ("G1c", "G1c-process", "G1c-realtime"),
+    ),
 }
 
 

@@ -40,6 +40,11 @@ class AnomalyResult(_Part):
         None, description="why a non-zero count proves nothing (the verdict is unknown)"
     )
     error: str | None = Field(None, description="the crash of a check whose count is None")
+    skipped: str | None = Field(
+        None,
+        description="why the check did not run (its count is None): the verdict does not "
+        "depend on it, and it proves nothing either way",
+    )
     trace: str | None = Field(None, description="the end of that crash's traceback")
 
 
@@ -181,6 +186,8 @@ class Results(_Part):
     def judged(self, name: str) -> str:
         """How the verdict treats this type's finding, in a few words."""
         a = self.anomalies[name]
+        if a.count is None and a.skipped:
+            return "not checked"
         if a.count is None:
             return "could not be decided"
         if not a.count:

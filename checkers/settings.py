@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
 from kafka_trial.contracts.settings import Frozen
 from pydantic import Field, model_validator
@@ -10,6 +12,12 @@ from pydantic import Field, model_validator
 class CheckSpec(Frozen):
     allowed: tuple[str, ...] = ()
     spark_master: str = "local[*]"
+    # The dependency-cycle search (G0, G1c, G1c-process, G1c-realtime) more than
+    # doubles the analysis of a large history of plain sends and polls, whose ops are
+    # no transactions (bench/cycles_bench.py and the closing note of issue 26): by
+    # default ("auto") it runs where the history holds a transaction; "on" searches
+    # every history, "off" none. A check that did not run is `skipped`, never a pass.
+    cycles: Literal["auto", "on", "off"] = "auto"
     # Not a setting: the analysis fills it from the run's nemesis section, so that a run
     # that asked for faults and injected none is not judged as if it had met them.
     faults_asked: tuple[str, ...] = Field((), exclude=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from kafka_trial.checkers.anomalies import with_defaults
+
 Valid = bool | Literal["unknown"]
 
 
@@ -28,14 +30,20 @@ def decide(
     allowed: Iterable[str],
     problems: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """anomalies: type -> {"count": int | None, ...}; None means the check crashed."""
-    allowed_set = set(allowed)
+    """anomalies: type -> {"count": int | None, ...}; None means the check crashed, or
+    did not run (`skipped`, which the verdict leaves out: it decided nothing).
+    `undecided` on a found type: its count proves nothing (unknown, not invalid).
+    Types every run allows (the registry's `allowed_by_default`) are allowed too."""
+    own = tuple(allowed)
+    allowed_set = set(with_defaults(own))
     per_type: list[Valid] = []
     forbidden_seen: list[str] = []
     allowed_seen: list[str] = []
     unknown: list[str] = []
     for name, result in anomalies.items():
         count = result.get("count")
+        if count is None and result.get("skipped"):
+            continue
         if count is None:
             unknown.append(name)
             per_type.append(True if name in allowed_set else "unknown")
@@ -55,7 +63,7 @@ def decide(
         "forbidden_seen": sorted(forbidden_seen),
         "allowed_seen": sorted(allowed_seen),
         "allowed_not_seen": sorted(
-            a for a in allowed_set if a in anomalies and anomalies[a].get("count") == 0
+            a for a in own if a in anomalies and anomalies[a].get("count") == 0
         ),
         "unknown": sorted(unknown),
         "problems": problem_list,

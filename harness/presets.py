@@ -274,6 +274,42 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "check": {"allowed": []},
     },
+    # Transactions that read while they write, so that real histories have wr edges
+    # between transactions (checks_cycles.py). A transaction's poll (txn_poll) reads
+    # its partitions from where its own sends landed; read_committed returns nothing
+    # there (its own open transaction holds the last stable offset back), so it reads
+    # read_uncommitted and returns what other open transactions interleaved with its
+    # sends. Two that read each other are a G1c, which read_uncommitted allows; no
+    # isolation level lets a read return a record written by an op invoked after the
+    # read completed (G1c-realtime, G1c-process).
+    "txn-cycles": {
+        "name": "txn-cycles",
+        "producer": {
+            "transactional": True,
+            "txn_poll": True,
+            "clients": 4,
+            "batch": 6,
+            "txn_partitions": 3,
+            "abort_fraction": 0.1,
+        },
+        "consumer": {"workers": 1, "isolation_level": "read_uncommitted"},
+        "nemesis": {"faults": ["kill-leader"]},
+        # At read_uncommitted a transaction's poll reads other transactions while they
+        # are open, and an op spans its interval: T1 reads T2's write, T2 reads T3's,
+        # T3 began after T1 ended. Cycles through such reads, with process and
+        # realtime edges too, are what read_uncommitted permits (the claims campaign's
+        # run of 2026-11-25: G1c 5, G1c-process 5, G1c-realtime 6, every witness a
+        # chain of reads of open transactions). At read_committed they are forbidden.
+        "check": {
+            "allowed": [
+                "G1c",
+                "G1c-process",
+                "G1c-realtime",
+                "precommitted-read",
+                "aborted-read",
+            ]
+        },
+    },
 }
 
 
@@ -355,6 +391,11 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
         "transactions, half of them aborted without waiting for their sends, 2 s request "
         "timeout; a read_committed consumer",
         "pause and a 3 s latency on the client links of a partition leader",
+    ),
+    "txn-cycles": (
+        "transactions over 3 partitions that read their partitions read_uncommitted before "
+        "they end (txn_poll), 10% aborted; a read_uncommitted consumer",
+        "kill-leader",
     ),
 }
 

@@ -134,7 +134,7 @@ def fault_phase_origin(
 
 def _is_time(key: str) -> bool:
     """The history's times, wherever they are copied (report-data.json's rows, its
-    span, cluster-state.jsonl, any witness field): "time", "*_time", t0 and t1."""
+    span, cluster-state.jsonl, a cycle witness's steps): "time", "*_time", t0 and t1."""
     return key in ("time", "t0", "t1") or key.endswith("_time")
 
 
@@ -311,7 +311,9 @@ def _counts(inp: Inputs, fs: set[str]) -> str:
         a = inp.results.anomalies.get(name)
         c = None if a is None else a.count
         entry = ANOMALIES[name]
-        if c is None:
+        if c is None and a is not None and a.skipped:
+            shown, tag = "-", f"not checked: {a.skipped}"[:120]
+        elif c is None:
             shown, tag = "?", f"could not decide: {a.error if a else 'missing'}"[:120]
         elif c == 0 and inp.data is not None and not entry.applicable(present):
             shown, tag = "not applicable", f"no {NEED_WORDS[entry.needs]} in this run"  # type: ignore[index]
@@ -422,7 +424,7 @@ def anomalies_section(inp: Inputs, fs: list[Fault], t_end: float) -> tuple[str, 
     out: list[str] = []
     for name in ANOMALY_TYPES:
         a = inp.results.anomalies.get(name)
-        if a is None or (not a.count and a.count is not None):
+        if a is None or a.skipped or (not a.count and a.count is not None):
             continue
         out.append(
             f'<section class="anomaly" id="a-{name}"><h3>{_e(name)}: '

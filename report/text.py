@@ -35,6 +35,8 @@ def render(results: Results, run_dir: Path) -> str:
                 "undecided": f"  (undecided: {a.undecided})",
                 "allowed by this config": "  (allowed)",
             }.get(results.judged(name), "  <-- forbidden")
+        elif a.count is None and a.skipped:
+            count, tag = "-", f"  (not checked: {a.skipped})"
         elif a.count is None:
             tag = f"  (check failed: {a.error or ''})"
         lines.append(f"  {name:<22}{count:>8}{tag}")

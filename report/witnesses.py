@@ -105,6 +105,8 @@ def explain(
     name: str, ex: dict[str, Any], data: dict[str, Any] | None, fs: list[Fault], t_end: float
 ) -> tuple[str, float | None]:
     """An example in words, from the history. Returns (html, time to mark)."""
+    if ex.get("steps") is not None:
+        return cycle_story(ex)
     value = ex.get("value")
     sends = ops_of(data, "sends", value=value) if value is not None else []
     reads = ops_of(data, "reads", value=value) if value is not None else []
@@ -190,3 +192,51 @@ def ack_time(ex: dict[str, Any], data: dict[str, Any] | None) -> float | None:
     """When the witness's value was first acknowledged, in seconds; None if never."""
     value = ex.get("value")
     return _sends(ops_of(data, "sends", value=value))[1] if value is not None else None
+
+
+def cycle_story(ex: dict[str, Any]) -> tuple[str, float | None]:
+    """A dependency cycle (checks_cycles.py) step by step, each op linked to the
+    timeline: "op #3 wrote 5 to t/0 at offset 17; op #8 read it; ...". The mark is
+    when the first op ended."""
+
+    def op(i: Any, t: Any) -> str:
+        return f'<a href="#timeline" title="at {_s(t)}">op #{_e(i)}</a>'
+
+    said: list[str] = []
+    for s in ex["steps"]:
+        a, b = op(s.get("from_op"), s.get("from_time")), op(s.get("to_op"), s.get("to_time"))
+        where = f"{_e(s.get('topic'))}/{_e(s.get('partition'))}"
+        kind = s.get("kind")
+        if kind == "wr":
+            said.append(
+                f"{a} (process {_e(s.get('from_process'))}) wrote {_e(s.get('value'))} to "
+                f"{where} at offset {_e(s.get('offset'))}; {b} (process "
+                f"{_e(s.get('to_process'))}) read it"
+            )
+        elif kind == "ww":
+            said.append(
+                f"{a} wrote {_e(s.get('value'))} to {where} at offset {_e(s.get('offset'))}, "
+                f"and {b} wrote the next value there, {_e(s.get('next_value'))} at offset "
+                f"{_e(s.get('next_offset'))}"
+            )
+        elif kind == "process":
+            said.append(f"process {_e(s.get('from_process'))} ran {a} before {b}")
+        else:
+            said.append(
+                f"{a} completed at {_s(s.get('from_time'))} (line {_e(s.get('from_done'))}), "
+                f"before {b} was invoked at {_s(s.get('to_time'))} (line "
+                f"{_e(s.get('to_invoked'))})"
+            )
+    n = len(ex["steps"])
+    tail = (
+        ""
+        if ex.get("shortest", True)
+        else " (a short one: the component is too large to search for the shortest)"
+    )
+    text = (
+        "; ".join(said)
+        + f". So each op depends on itself: a cycle of {n} edges{tail}, in a strongly "
+        f"connected component of {_e(ex.get('ops'))} ops."
+    )
+    first = ex["steps"][0].get("from_time") if n else None
+    return text, first / 1e9 if isinstance(first, int) else None

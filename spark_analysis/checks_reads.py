@@ -3,11 +3,11 @@ offsets, across ops and within one."""
 
 from __future__ import annotations
 
+from kafka_trial.spark_analysis.facts import committed_sends
 from kafka_trial.spark_analysis.history_parse import REBALANCE_FS
 from kafka_trial.spark_analysis.shared_frames import (
     TP,
     Plan,
-    acked_sends,
     check,
     never_written_values,
 )
@@ -64,7 +64,9 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
     # With no assignment ever moved (no group, or assign mode) every read is judged,
     # and the window needs no exchange for the union of the epoch starts.
     rows = reads if fr.rebalances.isEmpty() else _with_epoch_starts(fr, reads)
-    w = Window.partitionBy("process", *TP).orderBy("index", "rpos")
+    # An op may hold several poll micro-ops, each numbering its records from 0: a
+    # record's place in its op is (micro-op, record), not the record's number alone.
+    w = Window.partitionBy("process", *TP).orderBy("index", "mpos", "rpos")
     return (
         rows.withColumn("prev_rpos", F.lag("rpos").over(w))
         .withColumn("prev_offset", F.lag("offset").over(w))
@@ -100,7 +102,8 @@ def _with_epoch_starts(fr: Plan, reads: DataFrame) -> DataFrame:
         "process",
         *TP,
         F.col("at").alias("index"),
-        F.lit(-1).cast("long").alias("rpos"),
+        F.lit(-1).cast("int").alias("mpos"),
+        F.lit(-1).cast("int").alias("rpos"),
     )
     return kept.unionByName(starts, allowMissingColumns=True)
 
@@ -143,14 +146,18 @@ _BROADCAST_ROWS = 200_000
 
 
 def _known_positions(fr: Plan) -> DataFrame:
-    """Every offset known to hold a record, with its value: the offsets of acknowledged
-    sends, and of every record any ok read returned (any process or role, the final
+    """Every offset known to hold a record, with its value: the offsets of sends that
+    must have committed, and of every record any ok read returned (any process or role, the final
     drain's included), as Jepsen knows positions from reads and acknowledged writes.
     A position nobody read or acknowledged (a transaction marker, a write whose
     outcome is unknown and nobody read) is no skip, and neither is a record of a
     transaction that never committed: a read_uncommitted consumer returns it, and a
     read_committed one (the final drain always) is right to jump over it."""
-    acked = acked_sends(fr).filter(F.col("offset").isNotNull()).select(*TP, "offset", "value")
+    acked = (
+        committed_sends(fr)
+        .filter(F.col("offset").isNotNull() & F.col("partition").isNotNull())
+        .select(*TP, "offset", "value")
+    )
     # left_anti keeps records whose value did not decode (null matches nothing).
     read = fr.reads.select(*TP, "offset", "value").join(
         never_written_values(fr), "value", "left_anti"
@@ -169,6 +176,17 @@ def _skips(fr: Plan, within_op: bool) -> DataFrame:
     known = _known_positions(fr).select(
         *TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value")
     )
+    return known_between(gaps, keys, known)
+
+
+def known_between(
+    gaps: DataFrame, keys: list[str], known: DataFrame, other_than: tuple[str, ...] = ()
+) -> DataFrame:
+    """The `gaps` rows (`keys`, among them topic, partition, prev_offset and offset)
+    with an offset of `known` (topic, partition, skipped_offset, skipped_value)
+    strictly between prev_offset and offset, with `skipped_values` and
+    `skipped_offsets`: what they jumped over. A known record whose value is in one of
+    the `other_than` key columns does not count (a copy of one end of the gap)."""
     # A gap is usually one transaction marker: listing the offsets inside it keeps the
     # join near the number of gaps, where a range join pairs every gap with every
     # known offset of its partition. The few wide gaps (a reset, a damaged offset)
@@ -203,6 +221,8 @@ def _skips(fr: Plan, within_op: bool) -> DataFrame:
             F.array().cast("array<bigint>").alias("skipped_offsets"),
         )
     hits = found[0] if len(found) == 1 else found[0].unionByName(found[1])
+    for c in other_than:
+        hits = hits.filter(~F.col("skipped_value").eqNullSafe(F.col(c)))
     return hits.groupBy(*keys).agg(
         F.sort_array(F.collect_set("skipped_value")).alias("skipped_values"),
         F.sort_array(F.collect_set("skipped_offset")).alias("skipped_offsets"),

@@ -3,13 +3,24 @@ aborted and transactional reads (claims C1-C13)."""
 
 from __future__ import annotations
 
+from kafka_trial.spark_analysis.checks_reads import known_between
+from kafka_trial.spark_analysis.facts import (
+    acked_sends,
+    committed_sends,
+    drain_frontier,
+    drain_values,
+    is_drain,
+    never_read_sends,
+    read_reach,
+    read_values,
+    send_positions,
+    version_order,
+    writes,
+)
 from kafka_trial.spark_analysis.shared_frames import (
     TP,
     Plan,
-    acked_sends,
     check,
-    max_read_offsets,
-    never_read_sends,
     never_written_values,
 )
 from pyspark.sql import DataFrame, Window, WindowSpec
@@ -18,44 +29,39 @@ from pyspark.sql import functions as F
 
 @check("lost-write")
 def lost_write(fr: Plan) -> DataFrame:
-    """`reason`: "read past" (a read reached a higher offset), "truncated" (the final
-    drain read the partition to its end, below the value's offset: the log lost it),
-    or "read to end" (no offset known, as with acks=0, and the drain read it all)."""
+    """A value that must have committed, never read, where the history proves someone
+    looked. `reason`: "read past" (a read returned an offset at or beyond the value's),
+    or, where the final drain read the partition to its end: "below the drain's end"
+    (the end lies beyond the value's offset, though no record at or above it came back,
+    as when only aborted records follow it), "truncated" (the end lies at or below the
+    offset: the log lost it) or "read to end" (no offset known, as with acks=0)."""
 
     def build() -> DataFrame:
-        cols = ["value", "topic", "partition", "offset", "process", "max_read_offset", "reason"]
-        never = never_read_sends(fr)
-        passed = (
-            never.filter(F.col("offset").isNotNull())
-            .join(fr.small(max_read_offsets(fr)), TP)
-            .filter(F.col("max_read_offset") >= F.col("offset"))
-            .withColumn("reason", F.lit("read past"))
-            .select(*cols)
+        off, end = F.col("offset"), F.col("drain_end")
+        reason = (
+            F.when(off.isNotNull() & (F.col("max_read_offset") >= off), "read past")
+            .when(end.isNull(), None)
+            .when(off.isNull(), "read to end")
+            .when(off >= end, "truncated")
+            .otherwise("below the drain's end")
         )
-        # The drain ran after a full heal and read to the end: a value acknowledged at
-        # or beyond that end is gone, not late (what Jepsen has to call unseen).
-        truncated = (
-            never.filter(F.col("offset").isNotNull())
-            .join(fr.small(fr.drain_ends), TP)
-            .filter(F.col("offset") >= F.col("end_offset"))
-            .join(fr.small(max_read_offsets(fr)), TP, "left")
-            .withColumn("reason", F.lit("truncated"))
-            .select(*cols)
+        return (
+            never_read_sends(fr)
+            .join(fr.small(read_reach(fr).select(*TP, "max_read_offset")), TP, "left")
+            .join(fr.small(drain_frontier(fr).select(*TP, "drain_end")), TP, "left")
+            .withColumn("reason", reason)
+            .filter(F.col("reason").isNotNull())
+            .select("value", *TP, "offset", "process", "max_read_offset", "drain_end", "reason")
+            .dropDuplicates(["value"])
         )
-        read_to_end = (
-            never.filter(F.col("offset").isNull() & F.col("partition").isNotNull())
-            .join(fr.small(fr.drain_ends), TP, "left_semi")
-            .join(fr.small(max_read_offsets(fr)), TP, "left")
-            .withColumn("reason", F.lit("read to end"))
-            .select(*cols)
-        )
-        return passed.unionByName(truncated).unionByName(read_to_end).dropDuplicates(["value"])
 
     return fr.shared("lost", build)
 
 
 @check("unseen")
 def unseen(fr: Plan) -> DataFrame:
+    """Never read, and nothing proves it gone: late and lost look the same (the verdict
+    is unknown, never invalid, for these)."""
     lost = lost_write(fr).select("value")
     return (
         never_read_sends(fr)
@@ -64,18 +70,10 @@ def unseen(fr: Plan) -> DataFrame:
     )
 
 
-def _observations(fr: Plan) -> DataFrame:
-    def build() -> DataFrame:
-        acked = acked_sends(fr).filter(F.col("offset").isNotNull()).select("value", *TP, "offset")
-        return fr.reads.select("value", *TP, "offset").unionByName(acked).distinct()
-
-    return fr.shared("observations", build)
-
-
 @check("duplicate")
 def duplicate(fr: Plan) -> DataFrame:
     return (
-        _observations(fr)
+        version_order(fr)
         .filter(F.col("value").isNotNull())
         .groupBy("value")
         .agg(
@@ -89,7 +87,7 @@ def duplicate(fr: Plan) -> DataFrame:
 @check("inconsistent-offsets")
 def inconsistent_offsets(fr: Plan) -> DataFrame:
     return (
-        _observations(fr)
+        version_order(fr)
         .groupBy(*TP, "offset")
         .agg(F.sort_array(F.collect_set("value")).alias("values"))
         .filter(F.size("values") > 1)
@@ -135,12 +133,48 @@ def reorder(fr: Plan) -> DataFrame:
     return _acked_offsets_backwards(fr, w, ["process"])
 
 
+def _adjacent_sends(fr: Plan) -> DataFrame:
+    """Each send of an op paired with the op's previous send to the same partition,
+    both at known positions (`send_positions`): `prev_value`, `prev_offset`, and
+    `offset`, where the send sits."""
+
+    def build() -> DataFrame:
+        w = Window.partitionBy("index", *TP).orderBy("pos")
+        return (
+            send_positions(fr)
+            .select("index", "process", *TP, "pos", "value", F.col("at").alias("offset"))
+            .withColumn("prev_value", F.lag("value").over(w))
+            .withColumn("prev_offset", F.lag("offset").over(w))
+            .filter(F.col("prev_offset").isNotNull())
+        )
+
+    return fr.shared("adjacent_sends", build)
+
+
 @check("int-nonmonotonic-send")
 def int_nonmonotonic_send(fr: Plan) -> DataFrame:
-    """Within one op, a later send to a partition landed at a lower offset."""
-    return _acked_offsets_backwards(
-        fr, Window.partitionBy("index", *TP).orderBy("pos"), ["index", "process"]
+    """Within one op, a later send to a partition sits at a lower offset: its
+    acknowledged offset, or, where it has none, the offset at which reads found it."""
+    return (
+        _adjacent_sends(fr)
+        .filter(F.col("prev_offset") > F.col("offset"))
+        .select("index", "process", *TP, "prev_value", "prev_offset", "value", "offset")
     )
+
+
+@check("int-send-skip")
+def int_send_skip(fr: Plan) -> DataFrame:
+    """Within one op, two consecutive sends to a partition sit at offsets with a record
+    known between them (any record the version order holds: a transaction's aborted
+    record too, which is in the log all the same). Normal for a client with several
+    sends in flight beside other clients' (Jepsen allows it), so allowed by default."""
+    keys = ["index", "process", *TP, "prev_value", "prev_offset", "value", "offset"]
+    gaps = _adjacent_sends(fr).filter(F.col("offset") > F.col("prev_offset") + 1).select(*keys)
+    known = version_order(fr).select(
+        *TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value")
+    )
+    # A copy of one of the two sends' own values between them is no third record.
+    return known_between(gaps, keys, known, other_than=("prev_value", "value"))
 
 
 @check("client-reorder")
@@ -154,20 +188,28 @@ def client_reorder(fr: Plan) -> DataFrame:
 
 @check("torn-txn")
 def torn_txn(fr: Plan) -> DataFrame:
-    """A committed transaction of which the reads saw some values but not all."""
-    read_values = fr.reads.select("value").distinct().withColumn("seen", F.lit(1))
+    """A transaction that must have committed (ok, or info with a value the drain read)
+    of which reads saw some values while others are proven gone (lost-write's proof: a
+    read past the offset, or the drain's end). A value that is only unseen proves
+    nothing yet: it makes the verdict unknown through `unseen` instead."""
+    txn_sends = committed_sends(fr).filter(F.col("f") == "txn")
+    if txn_sends.isEmpty():
+        # No transaction (most runs): no distinct of every value read to join it with.
+        return txn_sends.select("index", "process", "outcome")
+    seen = read_values(fr).withColumn("seen", F.lit(1))
+    lost = lost_write(fr).select("value").withColumn("lost", F.lit(1))
+    missing = F.when(F.col("seen").isNull(), F.col("value"))
     return (
-        fr.sends.filter((F.col("f") == "txn") & (F.col("outcome") == "ok"))
-        .join(read_values, "value", "left")
-        .groupBy("index", "process")
+        txn_sends.join(seen, "value", "left")
+        .join(lost, "value", "left")
+        .groupBy("index", "process", "outcome")
         .agg(
             F.count("*").alias("values"),
             F.count("seen").alias("seen"),
-            F.sort_array(F.collect_list(F.when(F.col("seen").isNull(), F.col("value")))).alias(
-                "missing"
-            ),
+            F.count("lost").alias("lost"),
+            F.sort_array(F.collect_list(missing)).alias("missing"),
         )
-        .filter((F.col("seen") > 0) & (F.col("seen") < F.col("values")))
+        .filter((F.col("seen") > 0) & (F.col("lost") > 0))
     )
 
 
@@ -185,28 +227,31 @@ def precommitted_read(fr: Plan) -> DataFrame:
 
 @check("vanished-read")
 def vanished_read(fr: Plan) -> DataFrame:
-    """A value some consumer read that the final drain did not read, although the
-    drain read that partition up to that offset or beyond (claim C13: consumers see
-    only records below the high watermark, which never disappear).
+    """A value some consumer read that the final drain did not read, although the drain
+    read past that offset or read the partition to its end (claim C13: consumers see
+    only records below the high watermark, which never disappear). An end marker at
+    or below the offset proves the offset gone (a truncated tail).
 
     The drain reads read_committed, which hides a transaction that did not commit;
-    values sent in such a transaction (a read_uncommitted consumer may have seen
-    them, which aborted-read judges) are left out."""
-    is_drain = F.col("role").eqNullSafe("drain")
-    drain = fr.reads.filter(is_drain)
-    reach = drain.groupBy(*TP).agg(F.max("offset").alias("drain_max_offset"))
+    values sent only in transactions not proven committed (a read_uncommitted
+    consumer may have seen them, which aborted-read judges) are left out."""
     uncommitted = (
-        fr.sends.filter((F.col("f") == "txn") & (F.col("outcome") != "ok"))
+        writes(fr)
+        .filter(F.col("f") == "txn")
+        .groupBy("value")
+        .agg(F.max(F.col("must_commit").cast("int")).alias("c"))
+        .filter(F.col("c") == 0)
         .select("value")
-        .distinct()
     )
+    reach = drain_frontier(fr).select(*TP, "drain_max_offset", "drain_end")
+    passed = F.col("drain_end").isNotNull() | (F.col("offset") <= F.col("drain_max_offset"))
     return (
-        fr.reads.filter(~is_drain & F.col("value").isNotNull() & F.col("offset").isNotNull())
+        fr.reads.filter(~is_drain() & F.col("value").isNotNull() & F.col("offset").isNotNull())
         .join(fr.small(reach), TP)
-        .filter(F.col("offset") <= F.col("drain_max_offset"))
-        .join(drain.select("value").distinct(), "value", "left_anti")
+        .filter(passed)
+        .join(drain_values(fr), "value", "left_anti")
         .join(uncommitted, "value", "left_anti")
-        .groupBy("value", *TP, "offset", "drain_max_offset")
+        .groupBy("value", *TP, "offset", "drain_max_offset", "drain_end")
         .agg(
             F.min("index").alias("first_read_index"),
             F.sort_array(F.collect_set("process")).alias("processes"),

@@ -30,7 +30,8 @@ class Frames:
     attempted: DataFrame  # value: every value any send invoked
     # value, process, index, pos, f, topic, partition, offset, outcome, client, seq
     sends: DataFrame
-    reads: DataFrame  # value, topic, partition, offset, index, process, rpos, role, f (ok ops)
+    # value, topic, partition, offset, index, process, rpos, role, f, mpos (ok ops)
+    reads: DataFrame
     processed: DataFrame  # value, topic, partition, offset, index, process
     group_offsets: DataFrame  # role, topic, partition, committed (each group's final offsets)
     # process, index, partition: each partition an ok assign / revoke / lost op moved
@@ -40,6 +41,10 @@ class Frames:
     txn_polls: DataFrame
     drain_ends: DataFrame  # topic, partition, end_offset: where the final drain read to the end
     drain_ran: bool  # some poll of the final drain completed
+    # value, topic, partition, offset, index, process, rpos, role, f, mpos, type: every
+    # record any poll micro-op returned, whatever its op's outcome (`reads` is the ok
+    # ones): what the log held at that offset, whether or not the read counts as one
+    polled: DataFrame
     # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
     # The whole history is one partition (see `load`).
@@ -238,9 +243,13 @@ def load(
     polled = _records(
         completions.filter(F.col("f").isin(*READ_FS)),
         "poll",
-        ["index", "process", "role", "f", "type"],
+        ["index", "process", "role", "f", "mpos", "type"],
     )
-    reads = polled.filter(F.col("type") == "ok").drop("type").cache()
+    # Cached whole, not only its ok part: every record is evidence (the version order,
+    # where one op's sends sit), and a filter of the cache is cheaper than a second
+    # pass over the rows.
+    polled = polled.cache()
+    reads = polled.filter(F.col("type") == "ok").drop("type")
     txn_polls = polled.filter(F.col("f") == "txn").select(
         "value", "topic", "partition", "offset", "index", "process", "type"
     )
@@ -261,6 +270,7 @@ def load(
         txn_polls,
         _drain_ends(ok),
         _drain_ran(completions),
+        polled,
         examples,
         one_task,
     )

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
+from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES, with_defaults
 from kafka_trial.checkers.results import (
     AnalysisFacts,
     AnomalyResult,
@@ -30,6 +30,7 @@ from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import status
 from kafka_trial.nemesis.catalog import is_fault
+from kafka_trial.spark_analysis.checks_cycles import not_searched
 from kafka_trial.spark_analysis.columnar import parsed_rows
 from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
@@ -37,7 +38,7 @@ from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
 from kafka_trial.spark_analysis.session import spark_session
 from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
-from kafka_trial.spark_analysis.undecided import undecided_unseen
+from kafka_trial.spark_analysis.undecided import undecided_findings
 from pydantic import ValidationError
 from pyspark.sql import SparkSession
 
@@ -234,12 +235,10 @@ def _analyze(
         )
         tail, problems = _history_problems(spark, ranges, tail, fr)
         status("analysis: running the checks")
-        anomalies = run_checks(fr)
+        anomalies = run_checks(fr, not_searched(fr, check.cycles))
         st = stats(fr)
-        problems += undecided_unseen(fr, anomalies, tuple(check.allowed))
-        if st["client_ops"] == 0:
-            # Nothing was sent or read: no anomaly is no evidence either.
-            problems.append("no client operations in the history: nothing was tested")
+        damaged_inside = fr.damaged - (1 if tail == "cut" else 0)
+        problems += undecided_findings(fr, anomalies, st, damaged_inside, check.allowed)
         st["faults_injected"] = sum(n for f, n in st["nemesis_done"].items() if is_fault(f))
         if check.faults_asked and not st["faults_injected"]:
             # A VALID verdict would say the settings held under faults they never met.
@@ -281,7 +280,8 @@ def _results(
     tail: str,
     facts: AnalysisFacts,
 ) -> Results:
-    verdict = decide(anomalies, check.allowed, problems)
+    allowed = with_defaults(check.allowed)
+    verdict = decide(anomalies, allowed, problems)
     return Results(
         valid=verdict.pop("valid"),
         anomalies={
@@ -289,7 +289,7 @@ def _results(
             for name in ANOMALY_TYPES
         },
         **verdict,
-        allowed=tuple(check.allowed),
+        allowed=allowed,
         stats=Stats(**st),
         history=HistoryHealth(
             path=str(src.local) if src.local is not None else src.uri,

@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 
 # Importing the check modules registers their checks.
-from kafka_trial.spark_analysis import checks_groups, checks_reads, checks_writes  # noqa: F401
+from kafka_trial.spark_analysis import (  # noqa: F401
+    checks_cycles,
+    checks_groups,
+    checks_reads,
+    checks_writes,
+)
 from kafka_trial.spark_analysis.history_frames import Frames
 from kafka_trial.spark_analysis.shared_frames import REGISTERED, Plan
 from pyspark.sql import DataFrame, Window
@@ -36,15 +41,23 @@ def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
     """One shape for every check: (type, key, detail), key being what `count` counts."""
     detail = F.to_json(F.struct(*[F.col(c) for c in df.columns]))
     key = F.coalesce(F.col("value").cast("string"), detail) if unit == "values" else detail
+    if unit == "cycles":
+        # One row per component; only the first few, by lowest op, carry a witness
+        # cycle, and the examples are the first rows in key order.
+        key = F.lpad(F.col("first_op").cast("string"), 20, "0")
     return df.select(F.lit(name).alias("type"), key.alias("key"), detail.alias("detail"))
 
 
-def run_checks(frames: Frames) -> dict[str, dict[str, Any]]:
-    """All checks in one pass: two Spark jobs instead of two per check."""
+def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """All checks in one pass: two Spark jobs instead of two per check. `skip`: the
+    checks not to run, each with the reason results.json gives."""
     fr = Plan(frames)
     out: dict[str, dict[str, Any]] = {}
     tagged: list[DataFrame] = []
     for name, (check, unit) in CHECKS.items():
+        if skip and name in skip:
+            out[name] = {"count": None, "unit": unit, "examples": [], "skipped": skip[name]}
+            continue
         try:
             tagged.append(_tagged(name, check(fr), unit))
             out[name] = {"count": 0, "unit": unit, "examples": []}

@@ -66,21 +66,3 @@ def never_written_values(fr: Plan) -> DataFrame:
         return by_value.filter(F.col("maybe_written") == 0).select("value")
 
     return fr.shared("never_written", build)
-
-
-def acked_sends(fr: Plan) -> DataFrame:
-    return fr.shared("acked", lambda: fr.sends.filter(F.col("outcome") == "ok"))
-
-
-def never_read_sends(fr: Plan) -> DataFrame:
-    def build() -> DataFrame:
-        read_values = fr.reads.select("value").distinct()
-        return acked_sends(fr).join(read_values, "value", "left_anti")
-
-    return fr.shared("never_read", build)
-
-
-def max_read_offsets(fr: Plan) -> DataFrame:
-    return fr.shared(
-        "max_read", lambda: fr.reads.groupBy(*TP).agg(F.max("offset").alias("max_read_offset"))
-    )

@@ -1,21 +1,25 @@
-"""Values no read returned, where nothing proves them gone: `unseen` is undecided.
+"""What the checks found that the history cannot decide, and why (the verdict's
+`problems` and each anomaly's `undecided`).
 
-Absence proves a loss only where the history proves someone looked: a read of the
-partition past the value's offset, or the final drain reading the partition to its
-end (those are `lost-write`). Any other value nobody read may be late, not lost: a
-drain that never returned a record, a cluster that never became healthy again, or
-a drain that ran out of time. So `unseen` never makes a verdict invalid; it makes it
-unknown, and says which partitions the drain did not finish and why.
+Absence proves something only where the history proves someone looked. So:
+- a value no read returned is `unseen`, never a loss, unless the drain or a read got
+  past it (then it is a lost-write); each unseen finding names the partitions the
+  drain did not finish and why, as far as the history tells;
+- while lines inside the history are damaged, a finding that rests on absence may be
+  cleared by the damaged line, so it is undecided (one that rests on presence stands);
+- a run cut off before its final drain, or a history that tested nothing, has no
+  verdict.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kafka_trial.checkers.anomalies import ABSENCE
 from kafka_trial.spark_analysis.checks_writes import unseen
+from kafka_trial.spark_analysis.facts import drain_frontier
 from kafka_trial.spark_analysis.history_frames import Frames
 from kafka_trial.spark_analysis.shared_frames import TP, Plan
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 NO_DRAIN = "the final drain never ran"
@@ -23,55 +27,63 @@ NO_DRAIN = "the final drain never ran"
 NAMED = 8
 
 
-def undecided_unseen(
-    fr: Frames, anomalies: dict[str, dict[str, Any]], allowed: tuple[str, ...]
+def undecided_findings(
+    fr: Frames,
+    anomalies: dict[str, dict[str, Any]],
+    st: dict[str, Any],
+    damaged_inside: int,
+    allowed: tuple[str, ...],
 ) -> list[str]:
-    """Marks a non-zero `unseen` undecided, with why, and returns the problem that
-    keeps the verdict from being decided (none when `unseen` is allowed)."""
-    found = anomalies["unseen"]
-    if not found.get("count"):
-        return []
-    why = drain_shortfall(fr)
-    found["undecided"] = why
-    if not fr.drain_ran:
-        return [
+    """Marks the findings the history cannot decide (`undecided`) and returns the
+    problems that keep the whole history from deciding the verdict."""
+    problems: list[str] = []
+    tested = st["sends_attempted"] > 0 or st["records_read"] > 0
+    if st["client_ops"] == 0:
+        # Nothing was sent or read: no anomaly is no evidence either.
+        problems.append("no client operations in the history: nothing was tested")
+    elif not tested:
+        problems.append(
+            f"no value sent and no record read in the history (its {st['client_ops']} "
+            "client ops are group events and empty polls): nothing was tested"
+        )
+    elif not fr.drain_ran:
+        problems.append(
             f"{NO_DRAIN} (the run was cut off before it): values nobody read are unseen, "
-            "which proves nothing; rerun, or `kafka-trial finish` the run while its cluster "
-            "is up"
-        ]
-    if "unseen" in allowed:
-        return []
-    return [
-        f"{found['count']} acknowledged value(s) were never read where nothing proves them "
-        f"gone ({why}): late and lost look the same"
-    ]
-
-
-def drain_reach(fr: Plan) -> DataFrame:
-    """Per partition the final drain touched: `drain_end` (its end marker: it read the
-    partition to its end there; null if it never did) and `drain_max_offset` (the
-    highest offset it returned; null if none)."""
-    returned = (
-        fr.reads.filter(F.col("role").eqNullSafe("drain"))
-        .groupBy(*TP)
-        .agg(F.max("offset").alias("drain_max_offset"))
-    )
-    ends = fr.drain_ends.withColumnRenamed("end_offset", "drain_end")
-    return returned.join(ends, TP, "full")
+            "which proves nothing, and a record read and then lost cannot be found; rerun, "
+            "or `kafka-trial finish` the run while its cluster is up"
+        )
+    if anomalies["unseen"].get("count"):
+        why = drain_shortfall(fr)
+        anomalies["unseen"]["undecided"] = why
+        if fr.drain_ran and "unseen" not in allowed:
+            problems.append(
+                f"{anomalies['unseen']['count']} value(s) that must have committed were never"
+                f" read where nothing proves them gone ({why}): late and lost look the same"
+            )
+    if damaged_inside > 0:
+        for name in ABSENCE:
+            found = anomalies.get(name, {})
+            if found.get("count") and not found.get("undecided"):
+                found["undecided"] = (
+                    f"{damaged_inside} damaged line(s) inside the history may hold the "
+                    "read, send or event whose absence this rests on"
+                )
+    return problems
 
 
 def drain_shortfall(fr: Frames) -> str:
-    """The partitions holding values no read returned that the final drain did not
-    finish, each with what the history says about why."""
+    """Why values no read returned are not proven gone: the partitions holding them
+    that the final drain did not finish, each with what the history says about why."""
     if not fr.drain_ran:
         return NO_DRAIN
     plan = Plan(fr)
     try:
+        reach = drain_frontier(plan)
         rows = (
             unseen(plan)
             .groupBy(*TP)
             .agg(F.count("*").alias("values"))
-            .join(drain_reach(plan), TP, "left")
+            .join(reach, TP, "left")
             .orderBy(*TP)
             .collect()
         )

@@ -42,6 +42,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def spark():
     from kafka_trial.spark_analysis.session import spark_session
 
+    # One session judges every planted history a worker runs, a few hundred analyses:
+    # at the default 2g its heap filled (a suite run of 2026-11-25 died of
+    # OutOfMemoryError in its ~270th test, each GC slower than the last before it).
+    os.environ.setdefault("KAFKA_TRIAL_SPARK_DRIVER_MEMORY", "4g")
     s = spark_session("local[2]")
     yield s
     s.stop()

@@ -29,14 +29,22 @@ class Builder:
     """Writes a history through HistoryWriter, so tests exercise the real format."""
 
     def __init__(
-        self, run_dir: Path, allowed: tuple[str, ...] = (), faults: tuple[str, ...] = ()
+        self,
+        run_dir: Path,
+        allowed: tuple[str, ...] = (),
+        faults: tuple[str, ...] = (),
+        cycles: str = "auto",
     ) -> None:
         """faults: the packages the spec asks for (a run that asked for some and shows
-        no fault op is `unknown`); a planted history asks for none by default."""
+        no fault op is `unknown`); a planted history asks for none by default.
+        cycles: check.cycles."""
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         spec = RunSpec.model_validate(
-            {"check": {"allowed": list(allowed)}, "nemesis": {"faults": list(faults)}}
+            {
+                "check": {"allowed": list(allowed), "cycles": cycles},
+                "nemesis": {"faults": list(faults)},
+            }
         )
         (run_dir / "spec.json").write_text(spec.to_json())
         self.h = HistoryWriter(run_dir / "history.jsonl")
@@ -107,6 +115,14 @@ class Builder:
                 {"topic": TOPIC, "partition": p, "offset": o} for p, o in at_end.items()
             ]
         self.h.complete("ok", process, "poll", [done])
+        return self
+
+    def polls(self, process: int, batches: list[list[tuple[int | None, int, int]]]) -> Builder:
+        """One poll op holding one poll micro-op per batch of records, in order: the
+        format allows several (Jepsen's histories have them)."""
+        self.h.invoke(process, "poll", [{"op": "poll"} for _ in batches])
+        done = [{"op": "poll", "records": [rec(v, p, o) for v, p, o in rs]} for rs in batches]
+        self.h.complete("ok", process, "poll", done)
         return self
 
     def drain(

@@ -38,3 +38,9 @@ def made_results(
             **extra,
         }
     )
+
+
+def ran(res: Any) -> dict[str, int | None]:
+    """Each anomaly type's count in results (a dict or Results), leaving out the checks
+    that did not run (`skipped`: the cycle checks of a history with no transaction)."""
+    return {k: v["count"] for k, v in res["anomalies"].items() if not v.get("skipped")}

@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_trial.checkers.anomalies import DEFAULT_ALLOWED
 from kafka_trial.spark_analysis import history_frames
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 def counts(res: dict) -> dict[str, int]:
-    return {k: v["count"] for k, v in res["anomalies"].items()}
+    return ran(res)
 
 
 def clean(tmp: Path) -> Builder:
@@ -21,6 +23,7 @@ def clean(tmp: Path) -> Builder:
     b.sends(1, [(3, 1, 1, "ok")])
     b.nemesis("kill", {"brokers": [1]})
     b.poll(2, [(0, 0, 0), (2, 0, 1), (1, 1, 0), (3, 1, 1)])
+    b.drain(9, [(0, 0, 0), (2, 0, 1), (1, 1, 0), (3, 1, 1)], at_end={0: 2, 1: 2})
     return b
 
 
@@ -29,7 +32,7 @@ def test_clean_history_is_valid(spark, tmp_path: Path) -> None:
     assert res["valid"] is True
     assert all(c == 0 for c in counts(res).values()), counts(res)
     assert res["stats"]["sends_attempted"] == 4
-    assert res["stats"]["records_read"] == 4
+    assert res["stats"]["records_read"] == 8  # the consumer's four and the drain's
     assert res["stats"]["nemesis_ops"] == 1
     assert (tmp_path / "results.json").exists()
 
@@ -102,6 +105,7 @@ def test_duplicate_allowed_keeps_run_valid(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path, allowed=("duplicate",))
     b.sends(0, [(5, 0, 0, "ok")])
     b.poll(1, [(5, 0, 0), (5, 0, 1)])
+    b.drain(2, [(5, 0, 0), (5, 0, 1)], at_end={0: 2})
     res = analyze(b.done())
     assert res["valid"] is True
     assert res["allowed_seen"] == ["duplicate"]
@@ -140,6 +144,7 @@ def test_info_send_read_is_not_aborted(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path)
     b.sends(0, [(2, 0, None, "info")])
     b.poll(1, [(2, 0, 0)])
+    b.drain(3, [(2, 0, 0)], at_end={0: 1})
     res = analyze(b.done())
     assert res["valid"] is True, counts(res)
 
@@ -245,5 +250,6 @@ def test_a_bare_history_without_spec_is_judged_with_nothing_allowed(spark, tmp_p
     run = b.done()
     (run / "spec.json").unlink()
     res = analyze(run)
-    assert res["allowed"] == []
+    # Only what every run allows (int-send-skip among them).
+    assert res["allowed"] == list(DEFAULT_ALLOWED) and "int-send-skip" in res["allowed"]
     assert res["valid"] is False and res["forbidden_seen"] == ["lost-write"]

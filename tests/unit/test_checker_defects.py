@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.histories import TOPIC, Builder
+from tests.histories import Builder
 
 
 def count(res: dict, name: str) -> int:
@@ -121,68 +121,21 @@ def test_without_a_drain_values_nobody_read_make_the_verdict_unknown(spark, tmp_
     assert any("final drain never ran" in p for p in res["problems"])
 
 
-def test_the_same_sends_with_a_drain_that_misses_them_are_unknown(spark, tmp_path: Path) -> None:
-    """Issue 25: a drain that never read partition 1 to its end proves nothing about
-    the value there; that was INVALID with `unseen` forbidden."""
+def test_a_drain_that_never_reached_a_partition_leaves_its_values_undecided(
+    spark, tmp_path: Path
+) -> None:
+    """Issue 25: the drain returned nothing of partition 1 (its broker, or the Docker
+    engine, was gone), which proves nothing about 2: unknown, naming the partition
+    and why, where this was INVALID with `unseen` forbidden."""
     b = Builder(tmp_path)
     b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
     b.drain(1, [(1, 0, 0)])  # read partition 0, never got partition 1 to its end
     res = analyze(b.done())
     assert count(res, "unseen") == 1
-    assert res["valid"] == "unknown" and res["forbidden_seen"] == [], res["forbidden_seen"]
-    assert res["anomalies"]["unseen"]["undecided"] == (
-        "the final drain did not finish t/1 (no record returned)"
-    )
-    assert any("were never read where nothing proves them gone" in p for p in res["problems"])
-
-
-def test_a_drain_whose_polls_returned_nothing_is_unknown_for_every_partition(
-    spark, tmp_path: Path
-) -> None:
-    """The Docker engine died mid-run: the drain ran, every poll came back empty, and
-    the cluster never became healthy. That was INVALID with `unseen` forbidden."""
-    b = Builder(tmp_path)
-    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
-    b.h.invoke("nemesis", "await-healthy", {"topic": TOPIC, "timeout_s": 60})
-    b.h.complete("info", "nemesis", "await-healthy", {"topic": TOPIC}, "not in sync")
-    b.drain(9, [])
-    b.drain(9, [])
-    res = analyze(b.done())
-    assert count(res, "unseen") == 2
     assert res["valid"] == "unknown" and res["forbidden_seen"] == []
     why = res["anomalies"]["unseen"]["undecided"]
-    assert "t/0 (no record returned), t/1 (no record returned)" in why, why
-    assert "not healthy before the drain (await-healthy ended info)" in why, why
-
-
-def test_a_drain_that_stopped_partway_names_the_time_limit(spark, tmp_path: Path) -> None:
-    b = Builder(tmp_path)
-    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
-    b.drain(9, [(1, 0, 0)])  # no end marker: the drain's time ran out
-    res = analyze(b.done())
-    assert res["valid"] == "unknown"
-    assert res["anomalies"]["unseen"]["undecided"].startswith(
-        "the final drain did not finish t/0 (time limit"
-    )
-
-
-def test_an_allowed_unseen_value_adds_no_problem(spark, tmp_path: Path) -> None:
-    """A preset that expects unseen values (claim C5's) stays decided by the rest."""
-    b = Builder(tmp_path, allowed=("unseen",))
-    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
-    b.drain(9, [(1, 0, 0)])
-    res = analyze(b.done())
-    assert count(res, "unseen") == 1
-    assert res["valid"] is True, res["problems"]
-
-
-def test_a_drain_that_finished_every_partition_decides(spark, tmp_path: Path) -> None:
-    """The clean twin: the same sends, the drain read both partitions to their ends."""
-    b = Builder(tmp_path)
-    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok")])
-    b.drain(9, [(1, 0, 0), (2, 1, 0)], at_end={0: 1, 1: 1})
-    res = analyze(b.done())
-    assert res["valid"] is True, res["problems"]
+    assert why == "the final drain did not finish t/1 (no record returned)", why
+    assert any("t/1 (no record returned)" in p for p in res["problems"]), res["problems"]
 
 
 def test_without_a_drain_a_proven_loss_is_still_invalid(spark, tmp_path: Path) -> None:
@@ -233,8 +186,9 @@ def test_a_run_that_asked_for_faults_and_injected_none_is_unknown(spark, tmp_pat
 
     res = analyze(clean(tmp_path / "none", ("kill-leader",), None))
     assert res.valid == "unknown" and res.stats.faults_injected == 0
-    why = "no fault was injected: the run asked for kill-leader"
-    assert any(p.startswith(why) for p in res.problems)
+    assert any(
+        p.startswith("no fault was injected: the run asked for kill-leader") for p in res.problems
+    )
     # Twins: the fault took effect (a heal alone is no fault), or none was asked for.
     hit = analyze(clean(tmp_path / "hit", ("kill-leader",), "kill"))
     assert hit.valid is True and hit.stats.faults_injected == 1 and hit.problems == ()

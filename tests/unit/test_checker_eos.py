@@ -7,6 +7,7 @@ from pathlib import Path
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 def copied(tmp_path: Path) -> Builder:
@@ -19,7 +20,7 @@ def copied(tmp_path: Path) -> Builder:
 
 
 def counts(run: Path) -> dict[str, int]:
-    return {k: v["count"] for k, v in analyze(run)["anomalies"].items()}
+    return ran(analyze(run))
 
 
 def test_exactly_once_copy_is_clean(spark, tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ from kafka_trial.report.text import render
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 def counts(run: Path) -> dict[str, int]:
-    return {k: v["count"] for k, v in analyze(run)["anomalies"].items()}
+    return ran(analyze(run))
 
 
 def three_acked(b: Builder) -> Builder:

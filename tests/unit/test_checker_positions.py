@@ -16,6 +16,7 @@ from kafka_trial.spark_analysis.shared_frames import Plan
 from pyspark.sql import SparkSession
 
 from tests.histories import Builder, group_poll
+from tests.results import ran
 
 
 def anomalies(run: Path) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def anomalies(run: Path) -> dict[str, Any]:
 
 
 def counts(run: Path) -> dict[str, int]:
-    return {k: v["count"] for k, v in anomalies(run).items()}
+    return ran({"anomalies": anomalies(run)})
 
 
 def acked(b: Builder, n: int, partition: int = 0) -> Builder:

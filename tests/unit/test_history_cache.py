@@ -10,6 +10,7 @@ import pytest
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,7 @@ def _cache_every_history(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _counts(res: dict) -> dict[str, int]:
-    return {k: v["count"] for k, v in res["anomalies"].items()}
+    return ran(res)
 
 
 def _history(run_dir: Path) -> Path:

@@ -15,6 +15,7 @@ from kafka_trial.spark_analysis.job import analyze, last_line_state
 from kafka_trial.spark_analysis.sources import LocalFile
 
 from tests.histories import Builder
+from tests.results import ran
 
 
 def _line(index: int, **over: Any) -> str:
@@ -228,7 +229,7 @@ def _cache_every_history(monkeypatch: pytest.MonkeyPatch) -> None:
 def _judged(res: dict[str, Any]) -> dict[str, Any]:
     return {
         "valid": res["valid"],
-        "counts": {k: v["count"] for k, v in res["anomalies"].items()},
+        "counts": ran(res),
         "examples": {k: v["examples"] for k, v in res["anomalies"].items()},
         "history": res["history"],
         "problems": res["problems"],

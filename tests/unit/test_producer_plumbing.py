@@ -45,7 +45,8 @@ def completions(h: HistoryWriter, tmp_path: Path) -> tuple[list, list]:
 
 def test_sends_record_offsets_outcomes_and_the_clients_produce_order(tmp_path: Path) -> None:
     w, h = worker(tmp_path, {"processes_per_client": 4, "target_rate": 3000})
-    run_briefly(w, 1.0)
+    # 1 s gave 4 sends, not 5, while both cores ran Spark (a suite run of 2026-11-25).
+    run_briefly(w, 3.0)
     invokes, done = completions(h, tmp_path)
     assert len(done) >= 5 and {o.type for o in done} == {"ok"}
     sends = [m for o in done for m in o.value]

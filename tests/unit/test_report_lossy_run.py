@@ -319,12 +319,33 @@ def test_a_takeover_before_the_last_acknowledgement_is_said() -> None:
     assert handover(states, 0, 1.5) is None  # the sample before names no leader
 
 
+def test_normal_behaviour_gets_no_leader_sentence(tmp_path: Path) -> None:
+    run = acks1_run(tmp_path / "run")
+    made = _results().to_dict()
+    made["anomalies"]["int-send-skip"] |= {"count": 1, "examples": [LOST[0]]}
+    (run / "results.json").write_text(Results.model_validate(made).to_json())
+    html = write_report(run).read_text()
+    assert "Leaders (cluster-state.jsonl)" in _section(html, "lost-write")
+    assert "Leaders" not in _section(html, "int-send-skip")
+
+
 def test_long_evidence_lists_are_cut_to_their_ends(tmp_path: Path) -> None:
     run = acks1_run(tmp_path / "run")
     made = _results().to_dict()
     skip = {**LOST[0], "skipped_offsets": list(range(10, 117))}
-    made["anomalies"]["int-poll-skip"] |= {"count": 1, "examples": [skip]}
+    made["anomalies"]["int-send-skip"] |= {"count": 1, "examples": [skip]}
     (run / "results.json").write_text(Results.model_validate(made).to_json())
-    section = _section(write_report(run).read_text(), "int-poll-skip")
+    section = _section(write_report(run).read_text(), "int-send-skip")
     assert "skipped_offsets=[10, 11, 12, 13, 14, ... 116] (107 items)" in section
     assert "15, 16" not in section
+
+
+def test_a_cycle_witness_is_on_the_same_clock(tmp_path: Path) -> None:
+    """A witness's own times (a cycle's steps) move to the page's clock too."""
+    run = acks1_run(tmp_path / "run")
+    made = _results().to_dict()
+    step = {"kind": "realtime", "from_op": 3, "to_op": 9, "from_time": at(7.5), "to_time": at(8)}
+    made["anomalies"]["G0"] |= {"count": 1, "examples": [{"steps": [step], "ops": 2}]}
+    (run / "results.json").write_text(Results.model_validate(made).to_json())
+    section = _section(write_report(run).read_text(), "G0")
+    assert "(W1 at 7.5s on the timeline)" in section

@@ -1,0 +1,168 @@
+"""The facts a history proves, derived once per analysis (DESIGN.md principle 7, Jepsen's
+`analysis`: writes-by-type, reads-by-type, must-have-committed?, version-orders).
+
+Every check is a query over these frames, so no two checks can disagree about what
+"committed", "how far the drain read" or "where a record sits" means. The plain-Python
+reference (tests/reference_checker.py) derives the same facts on its own, and the
+differential test holds the two together.
+
+- `writes`: every send with `must_commit`, whether it must have committed: acknowledged
+  (`ok`), or sent in a transaction that ended `info` of which the final drain, a
+  read_committed reader, read some value (a reader that saw one value of a
+  transaction saw it commit; consumers may read read_uncommitted, so only the
+  drain's reads prove it).
+- `version_order`: per partition, offset -> value, from every record any read
+  returned (whatever its op's outcome: a poller returns what the log holds) and every
+  send that must have committed whose offset is known.
+- `drain_frontier`: per partition, how far the final drain is proven to have read:
+  its end markers and the records it returned.
+- `send_positions`: where each send sits in its partition: its own offset, or where
+  the version order holds its value.
+- Read positions are columns of `reads`: (index, mpos, rpos) orders one op's records.
+"""
+
+from __future__ import annotations
+
+from kafka_trial.spark_analysis.shared_frames import TP, Plan
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+
+def is_drain() -> Column:
+    return F.col("role").eqNullSafe("drain")
+
+
+def drain_values(fr: Plan) -> DataFrame:
+    """Values the drain read. Not cached: in most runs one check asks, once."""
+    return fr.reads.filter(is_drain()).select("value").distinct()
+
+
+def read_values(fr: Plan) -> DataFrame:
+    """Values some ok read returned: what counts as read. Not cached: only the
+    never-read sends (cached) are built from it."""
+    return fr.reads.select("value").distinct()
+
+
+def unknown_txn_sends(fr: Plan) -> DataFrame:
+    """Sends of transactions that ended `info`: few, and none in most runs."""
+    return fr.shared(
+        "unknown_txns",
+        lambda: fr.sends.filter((F.col("f") == "txn") & (F.col("outcome") == "info")).select(
+            "index", "value"
+        ),
+    )
+
+
+def proven_txns(fr: Plan) -> DataFrame:
+    """Transactions that ended `info` of which the drain read a value: they committed."""
+
+    def build() -> DataFrame:
+        unknown = unknown_txn_sends(fr)
+        drained = fr.reads.filter(is_drain()).join(fr.small(unknown), "value", "left_semi")
+        return unknown.join(drained.select("value"), "value", "left_semi").select("index")
+
+    return fr.shared("proven_txns", build)
+
+
+def writes(fr: Plan) -> DataFrame:
+    """Every send (history_frames' `sends`) with `must_commit`."""
+    acked = F.col("outcome") == "ok"
+    if unknown_txn_sends(fr).isEmpty():
+        # No transaction of unknown outcome (most runs): a projection of the sends'
+        # cache, nothing to join or cache again.
+        return fr.sends.withColumn("must_commit", acked)
+
+    def build() -> DataFrame:
+        proven = proven_txns(fr).distinct().withColumn("proven", F.lit(True))
+        return (
+            fr.sends.join(fr.small(proven), "index", "left")
+            .withColumn("must_commit", acked | F.coalesce(F.col("proven"), F.lit(False)))
+            .drop("proven")
+        )
+
+    return fr.shared("writes", build)
+
+
+def committed_sends(fr: Plan) -> DataFrame:
+    return fr.shared("committed", lambda: writes(fr).filter(F.col("must_commit")))
+
+
+def acked_sends(fr: Plan) -> DataFrame:
+    """Sends acknowledged as such: a filter of `committed_sends`' cache."""
+    return committed_sends(fr).filter(F.col("outcome") == "ok")
+
+
+def read_reach(fr: Plan) -> DataFrame:
+    """Per partition any ok read returned a record of: `max_read_offset`, the highest
+    offset any read returned, and `drain_max_offset`, the drain's (one pass for both)."""
+
+    def build() -> DataFrame:
+        return fr.reads.groupBy(*TP).agg(
+            F.max("offset").alias("max_read_offset"),
+            F.max(F.when(is_drain(), F.col("offset"))).alias("drain_max_offset"),
+        )
+
+    return fr.shared("read_reach", build)
+
+
+def never_read_sends(fr: Plan) -> DataFrame:
+    """Sends that must have committed whose value no ok read returned."""
+    return fr.shared(
+        "never_read", lambda: committed_sends(fr).join(read_values(fr), "value", "left_anti")
+    )
+
+
+def version_order(fr: Plan) -> DataFrame:
+    """(value, topic, partition, offset), distinct: what each offset is known to hold.
+    A record whose value did not decode has a null value."""
+
+    def build() -> DataFrame:
+        sent = (
+            committed_sends(fr)
+            .filter(F.col("offset").isNotNull() & F.col("partition").isNotNull())
+            .select("value", *TP, "offset")
+        )
+        return fr.polled.select("value", *TP, "offset").unionByName(sent).distinct()
+
+    return fr.shared("version_order", build)
+
+
+def drain_frontier(fr: Plan) -> DataFrame:
+    """Per partition the drain touched: `drain_end` (its end marker: it read the
+    partition to its end there; null if it never did), `drain_max_offset` (the highest
+    offset it returned) and `frontier`, the first offset it is not proven to have read."""
+
+    def build() -> DataFrame:
+        returned = (
+            read_reach(fr).filter(F.col("drain_max_offset").isNotNull()).drop("max_read_offset")
+        )
+        ends = fr.drain_ends.withColumnRenamed("end_offset", "drain_end")
+        return returned.join(ends, TP, "full").withColumn(
+            "frontier", F.greatest("drain_end", F.col("drain_max_offset") + 1)
+        )
+
+    return fr.shared("drain_frontier", build)
+
+
+def send_positions(fr: Plan) -> DataFrame:
+    """Sends with `at`, the offset the send sits at in its partition: its own offset if
+    it must have committed and the offset is known, else the lowest offset the version
+    order holds its value at there (as Jepsen orders one op's sends). Sends at no known
+    position are left out."""
+    sends = writes(fr).filter(F.col("partition").isNotNull())
+    own = F.when(F.col("must_commit"), F.col("offset"))
+    # Only the few sends without an offset of their own look themselves up, and what
+    # they find is a broadcast side: the sends are not sorted for a join.
+    wanted = sends.filter(own.isNull()).select("value").distinct()
+    found = (
+        version_order(fr)
+        .join(fr.small(wanted), "value", "left_semi")
+        .groupBy("value", *TP)
+        .agg(F.min("offset").alias("found"))
+    )
+    return (
+        sends.join(fr.small(found), ["value", *TP], "left")
+        .withColumn("at", F.coalesce(own, F.col("found")))
+        .filter(F.col("at").isNotNull())
+        .drop("found")
+    )

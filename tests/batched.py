@@ -131,6 +131,17 @@ def _which(row: dict[str, Any]) -> int:
     raise AssertionError(f"a row that names no case: {row}")
 
 
+class Cases(dict[str, Callable[[Case], Any]]):
+    """A module's batched cases, by name: `@cases.add(name)` registers a builder."""
+
+    def add(self, name: str) -> Callable[[Callable[[Case], Any]], Callable[[Case], Any]]:
+        def register(fn: Callable[[Case], Any]) -> Callable[[Case], Any]:
+            self[name] = fn
+            return fn
+
+        return register
+
+
 def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> dict[str, Judged]:
     """Write every case into `path` and judge them in one pass of every check."""
     from kafka_trial.spark_analysis.history_frames import load

@@ -10,26 +10,18 @@ alone, at the end."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.batched import Case, Judged, judge
+from tests.batched import Cases, Judged, judge
 from tests.histories import TOPIC, Builder
 from tests.results import ran
 
-CASES: dict[str, Callable[[Case], Any]] = {}
-
-
-def case(name: str) -> Callable[[Callable[[Case], Any]], Callable[[Case], Any]]:
-    def register(fn: Callable[[Case], Any]) -> Callable[[Case], Any]:
-        CASES[name] = fn
-        return fn
-
-    return register
+CASES = Cases()
+case = CASES.add
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import itertools
 import random
 import xml.etree.ElementTree as ET
 from array import array
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from kafka_trial.spark_analysis.cycle_graph import (
 
 from tests import reference_checker as ref
 from tests import txn_histories as th
-from tests.batched import Case, Judged, judge
+from tests.batched import Cases, Judged, judge
 from tests.histories import Builder, rec, send
 
 CYCLES = ("G0", "G1c", "G1c-process", "G1c-realtime")
@@ -168,15 +167,8 @@ def _rows(spark: Any, run_dir: Path) -> dict[str, list[dict[str, Any]]]:
 # Planted cycles and their twins, judged in one history (tests/batched.py): a cycle
 # cannot span two cases, which share no value (so no wr or ww edge) and follow one
 # another in time (so realtime edges lead only from an earlier case to a later one).
-CASES: dict[str, Callable[[Case], Any]] = {}
-
-
-def case(name: str) -> Callable[[Callable[[Case], Any]], Callable[[Case], Any]]:
-    def register(fn: Callable[[Case], Any]) -> Callable[[Case], Any]:
-        CASES[name] = fn
-        return fn
-
-    return register
+CASES = Cases()
+case = CASES.add
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from kafka_trial.spark_analysis.cycle_graph import (
     WR,
     WW,
     Component,
+    Edges,
     components,
 )
 from kafka_trial.spark_analysis.facts import committed_sends, version_order
@@ -40,13 +41,19 @@ from pyspark.sql import types as T
 # Components witnessed with a cycle, lowest op index first: results.json keeps this
 # many examples (queue_checks.EXAMPLES); the others are counted only.
 WITNESSED = 10
-# Below this many edges Spark's pruning rounds cost more than the driver's work.
-PRUNE_ABOVE = 200_000
+# Up to this many edges come to the driver in one job, without counting them first.
+COLLECT_AT_ONCE = 200_000
+# Up to this many edges come to the driver whole (8 bytes each, in buckets of ~1M),
+# where trimming ops on no cycle is a few numpy passes (cycle_graph._trim); above
+# it Spark prunes first, a join and a count a round (27 s of a 2M-line history's
+# 189 s when it pruned from 200k edges up).
+PRUNE_ABOVE = int(os.environ.get("KAFKA_TRIAL_CYCLE_SPARK_PRUNE_ABOVE", 20_000_000))
 PRUNE_ROUNDS = 12
 # A pruning round that removes less than this share of the edges is peeling a long
 # path one op at a time from each end: the driver does that in one pass.
 PRUNE_MIN_GAIN = 0.01
-# Edges the driver takes: ~100 bytes each while rustworkx holds a subgraph.
+# Edges the driver takes: ~40 bytes each in numpy columns, ~100 while rustworkx
+# holds a subgraph.
 DRIVER_MAX_EDGES = int(os.environ.get("KAFKA_TRIAL_CYCLE_DRIVER_EDGES", 40_000_000))
 
 _WHY = T.StructType(
@@ -342,26 +349,29 @@ def collect_packed(packed: DataFrame, buckets: int = 1) -> array:
 
 
 def _driver_edges(fr: Plan, graph: DataFrame) -> array:
-    """The edges the driver searches: all of them at once when few (one job, where
-    counting first was two), else pruned in Spark first, in buckets of ~1M."""
+    """The edges the driver searches: all of them in one job when few (counting
+    first was two), else counted and collected in buckets of ~1M, pruned in Spark
+    first when there are more than PRUNE_ABOVE."""
     packed = graph.select("src", "dst", "kind")
-    small = collect_packed(packed.limit(PRUNE_ABOVE + 1))
+    small = collect_packed(packed.limit(COLLECT_AT_ONCE + 1))
     stats = {"edges": len(small), "rounds": 0, "driver_edges": len(small)}
     fr.cycle_stats = stats  # type: ignore[attr-defined]
-    if len(small) <= PRUNE_ABOVE:
+    if len(small) <= COLLECT_AT_ONCE:
         return small
     del small
-    packed = packed.persist(StorageLevel.MEMORY_AND_DISK)
-    n = packed.count()
-    pruned, left, rounds = prune(packed, n)
-    stats.update(edges=n, rounds=rounds, driver_edges=left)
+    whole = packed = packed.persist(StorageLevel.MEMORY_AND_DISK)
+    n = left = packed.count()
+    stats.update(edges=n, driver_edges=n)
+    if n > PRUNE_ABOVE:
+        packed, left, rounds = prune(whole, n)
+        stats.update(rounds=rounds, driver_edges=left)
     if left > DRIVER_MAX_EDGES:
         raise CycleGraphTooLarge(
             f"{left} edges left after pruning, more than the driver takes ({DRIVER_MAX_EDGES}; "
             "KAFKA_TRIAL_CYCLE_DRIVER_EDGES raises it, with the driver's memory)"
         )
-    out = collect_packed(pruned, max(1, left // 1_000_000))
-    packed.unpersist()
+    out = collect_packed(packed, max(1, left // 1_000_000))
+    whole.unpersist()
     return out
 
 
@@ -375,8 +385,10 @@ def _find(fr: Plan) -> DataFrame:
             f"{len(arr)} edges, more than the driver takes ({DRIVER_MAX_EDGES}; "
             "KAFKA_TRIAL_CYCLE_DRIVER_EDGES raises it, with the driver's memory)"
         )
-    found = {spec.name: components(arr, spec, EVENT_BASE, WITNESSED) for spec in SPECS}
+    unpacked = Edges.of(arr)
     del arr
+    found = {spec.name: components(unpacked, spec, EVENT_BASE, WITNESSED) for spec in SPECS}
+    del unpacked
     rows = _explained(fr, graph, found)
     return fr.ops.sparkSession.createDataFrame(rows, _ROW)
 

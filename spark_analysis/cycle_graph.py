@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import rustworkx as rx
 
 WW, WR, PROCESS, RT_OUT, RT_IN, CHAIN = range(6)
@@ -71,63 +72,112 @@ class Component:
     shortest: bool = True
 
 
-def components(edges: array, spec: CycleSpec, event_base: int, witnessed: int) -> list[Component]:
+@dataclass(frozen=True)
+class Edges:
+    """Packed edges unpacked once into numpy columns, for every spec to search: node
+    ids compacted to 0..n-1 (`ends` maps them back, ascending, so compact order is
+    op order), each edge's kind."""
+
+    ends: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+
+    @classmethod
+    def of(cls, packed: array) -> Edges:
+        p = np.frombuffer(packed, dtype=np.int64) if len(packed) else np.zeros(0, np.int64)
+        ends, compact = np.unique(np.concatenate((p >> 33, (p >> 3) & _MASK)), return_inverse=True)
+        m = len(p)
+        return cls(ends, compact[:m], compact[m:], (p & 7).astype(np.int8))
+
+
+# Rounds of trimming (dropping edges whose source has no edge in or whose target has
+# none out) before the components: each is a few passes over the edges in C, and
+# spares rustworkx a Python list for each op on no cycle, which costs more than its
+# search. A long path loses only its two ends a round, so trimming stops when a round
+# removes less than TRIM_MIN_GAIN of the edges.
+TRIM_ROUNDS = 40
+TRIM_MIN_GAIN = 0.01
+
+
+def _trim(src: np.ndarray, dst: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
+    """The edges (indices `at`) left after trimming."""
+    for _ in range(TRIM_ROUNDS):
+        s, d = src[at], dst[at]
+        alive = (np.bincount(d, minlength=n) > 0) & (np.bincount(s, minlength=n) > 0)
+        kept = at[alive[s] & alive[d]]
+        gain = len(at) - len(kept)
+        at = kept
+        if gain <= len(at) * TRIM_MIN_GAIN:
+            break
+    return at
+
+
+def components(
+    edges: array | Edges, spec: CycleSpec, event_base: int, witnessed: int
+) -> list[Component]:
     """The components of the spec's subgraph that hold a cycle of its kind, by
-    lowest op index; the first `witnessed` of them with a witness cycle."""
-    g = rx.PyDiGraph(multigraph=True)
-    ids = array("q")  # compact node -> node id
-    compact: dict[int, int] = {}
-    chunk: list[tuple[int, int, int]] = []
-    for p in edges:
-        src, dst, kind = unpack(p)
-        if kind not in spec.kinds:
-            continue
-        for n in (src, dst):
-            if n not in compact:
-                compact[n] = g.add_node(None)
-                ids.append(n)
-        chunk.append((compact[src], compact[dst], kind))
-        if len(chunk) >= _CHUNK:
-            g.add_edges_from(chunk)
-            chunk.clear()
-    g.add_edges_from(chunk)
-    del compact, chunk
-    found: list[tuple[int, list[int]]] = []
-    for scc in rx.strongly_connected_components(g):
-        if len(scc) < 2:
-            continue
-        members = set(scc)
-        if spec.required is not None and not _holds(g, members, spec.required):
-            continue
-        ops = [ids[n] for n in scc if ids[n] < event_base]
-        found.append((min(ops), scc))
+    lowest op index; the first `witnessed` of them with a witness cycle.
+
+    The edges stay numpy columns throughout (picking the spec's kinds, trimming,
+    testing for the required kind: passes in C, where a Python loop cost ~1 us an
+    edge per spec); rustworkx sees the trimmed (src, dst) pairs, in chunks, and a
+    witness's adjacency is built for its component alone."""
+    e = edges if isinstance(edges, Edges) else Edges.of(edges)
+    if spec.required is not None and not np.any(e.kind == spec.required):
+        return []
+    at = np.flatnonzero(np.isin(e.kind, sorted(spec.kinds)))
+    at = _trim(e.src, e.dst, at, len(e.ends))
+    nodes, compact = np.unique(np.concatenate((e.src[at], e.dst[at])), return_inverse=True)
+    m = len(at)
+    src, dst, kind = compact[:m], compact[m:], e.kind[at]
+    ends = e.ends[nodes]
+    g = rx.PyDiGraph(multigraph=False)
+    g.add_nodes_from([None] * len(nodes))
+    for i in range(0, m, _CHUNK):
+        g.extend_from_edge_list(
+            list(zip(src[i : i + _CHUNK].tolist(), dst[i : i + _CHUNK].tolist(), strict=True))
+        )
+    label = np.full(len(nodes), -1, np.int64)
+    sccs = [np.asarray(c, np.int64) for c in rx.strongly_connected_components(g) if len(c) > 1]
+    del g
+    for i, c in enumerate(sccs):
+        label[c] = i
+    # An edge inside a component: the component's label, else -1.
+    inside = np.where(label[src] == label[dst], label[src], -1)
+    if spec.required is not None:
+        holds = np.unique(inside[(kind == spec.required) & (inside >= 0)]).tolist()
+    else:
+        holds = list(range(len(sccs)))
+    found: list[tuple[int, int, int]] = []  # (first op, ops, label)
+    for i in holds:
+        ops = ends[sccs[i]]
+        ops = ops[ops < event_base]
+        found.append((int(ops.min()), len(ops), i))
     found.sort()
     out = []
-    for i, (first, scc) in enumerate(found):
-        n_ops = sum(1 for n in scc if ids[n] < event_base)
-        if i >= witnessed:
+    for n, (first, n_ops, i) in enumerate(found):
+        if n >= witnessed:
             out.append(Component(first, n_ops))
             continue
-        steps, shortest = _witness(g, set(scc), ids, spec, event_base)
+        on = np.flatnonzero(inside == i)
+        adj: dict[int, list[tuple[int, int]]] = {u: [] for u in sccs[i].tolist()}
+        for u, v, k in zip(src[on].tolist(), dst[on].tolist(), kind[on].tolist(), strict=True):
+            adj[u].append((v, k))
+        steps, shortest = _witness(adj, ends, spec, event_base)
         out.append(Component(first, n_ops, steps, shortest))
     return out
 
 
-def _holds(g: rx.PyDiGraph, members: set[int], kind: int) -> bool:
-    """Whether an edge of `kind` joins two nodes of the component: then a cycle of the
-    component takes it (a strongly connected component leads from its end back)."""
-    return any(k == kind and v in members for n in members for _, v, k in g.out_edges(n))
-
-
 def _witness(
-    g: rx.PyDiGraph, members: set[int], ids: array, spec: CycleSpec, event_base: int
+    adj: dict[int, list[tuple[int, int]]], ids: np.ndarray, spec: CycleSpec, event_base: int
 ) -> tuple[tuple[tuple[int, int, int], ...], bool]:
     """A shortest cycle of the component with an edge of the required kind: the
     shortest over a search from each of its ops (lowest index first) while the budget
-    lasts; `shortest` says whether every op was tried."""
-    adj = {n: [(v, k) for _, v, k in g.out_edges(n) if v in members] for n in members}
-    starts = sorted((n for n in members if ids[n] < event_base), key=ids.__getitem__)
-    size = len(members) + sum(len(a) for a in adj.values())
+    lasts; `shortest` says whether every op was tried. Compact ids rise with the
+    ids they stand for, so sorting them sorts the ops."""
+    starts = sorted(n for n in adj if ids[n] < event_base)
+    size = len(adj) + sum(len(a) for a in adj.values())
     tried = starts[: max(1, SEARCH_BUDGET // size)]
     best: list[tuple[int, int, int]] | None = None
     for s in tried:
@@ -136,7 +186,7 @@ def _witness(
             best = walk
     if best is None:  # cannot happen in a component that holds the kind
         raise AssertionError(f"no {spec.name} cycle found in a component that holds one")
-    raw = [(ids[u], ids[v], k) for u, v, k in best]
+    raw = [(int(ids[u]), int(ids[v]), k) for u, v, k in best]
     steps = _simple(_collapse(raw, event_base), spec.required)
     return tuple(steps), len(tried) == len(starts)
 

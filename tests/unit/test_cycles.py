@@ -372,8 +372,8 @@ def test_an_offset_read_with_two_values_orders_nothing(judged: dict[str, Judged]
 
 
 def test_pruning_and_the_witness_cap_keep_the_counts(spark, tmp_path: Path, monkeypatch) -> None:
-    """Pruned in Spark (forced), and with one witness only: the same components; the
-    second is counted without a cycle."""
+    """Counted first, then also pruned in Spark (both forced), and with one witness
+    only: the same components; the second is counted without a cycle."""
     from kafka_trial.spark_analysis import checks_cycles as cc
 
     b = Builder(tmp_path / "two")
@@ -382,10 +382,14 @@ def test_pruning_and_the_witness_cap_keep_the_counts(spark, tmp_path: Path, monk
         b.sends(1, [(base + 3, p, 1, "ok"), (base + 4, q, 0, "ok")])
     run = b.drain(90, [], None).done()
     plain = _rows(spark, run)["G0"]
+    monkeypatch.setattr(cc, "COLLECT_AT_ONCE", 0)
+    counted = _rows(spark, run)["G0"]  # counted first, trimmed on the driver
     monkeypatch.setattr(cc, "PRUNE_ABOVE", 0)
     monkeypatch.setattr(cc, "WITNESSED", 1)
     pruned = _rows(spark, run)["G0"]
-    assert [(r["first_op"], r["ops"]) for r in pruned] == [(r["first_op"], r["ops"]) for r in plain]
+    want = [(r["first_op"], r["ops"]) for r in plain]
+    assert [(r["first_op"], r["ops"]) for r in counted] == want
+    assert [(r["first_op"], r["ops"]) for r in pruned] == want
     assert len(pruned) == 2 and pruned[0]["steps"] and pruned[1]["steps"] is None
 
 

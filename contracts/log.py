@@ -11,7 +11,9 @@ import contextlib
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 _T0 = time.monotonic()
 _sink: Callable[[str | None], None] | None = None
@@ -63,6 +65,10 @@ def guarded(fn: Callable[[], None]) -> Callable[[], None]:
         try:
             fn()
         except Exception as e:
-            log(f"{threading.current_thread().name} stopped: {type(e).__name__}: {e}")
+            # Where it was raised, so a worker that died of an error its op did not
+            # catch can be traced from the log alone.
+            frames = traceback.extract_tb(e.__traceback__)
+            at = "; ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames[-3:])
+            log(f"{threading.current_thread().name} stopped: {type(e).__name__}: {e} (at {at})")
 
     return inner

@@ -1,13 +1,28 @@
 """Wrong answers found by feeding the checker planted histories (issue 9), each with a
-clean twin that must stay silent."""
+clean twin that must stay silent.
+
+The cases whose answer is an anomaly's rows are judged together, in one history
+(tests/batched.py); a clean twin there has no row of any check. The cases whose
+answer only the verdict gives (unknown, nothing tested, the drain never ran, the
+run's settings) are judged alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from kafka_trial.spark_analysis.job import analyze
 
+from tests.batched import Cases, Judged, judge
 from tests.histories import Builder
+
+CASES = Cases()
+case = CASES.add
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
+    return judge(spark, tmp_path_factory.mktemp("defects") / "history.jsonl", CASES)
 
 
 def count(res: dict, name: str) -> int:
@@ -17,73 +32,88 @@ def count(res: dict, name: str) -> int:
 # --- aborted-read: only a value none of whose sends could have committed -------------
 
 
-def test_a_read_of_a_value_whose_only_send_failed_is_an_aborted_read(spark, tmp_path: Path) -> None:
-    b = Builder(tmp_path)
+@case("only send failed, read")
+def _(b: Builder) -> None:
     b.txn(0, [(5, 0, 0)], "fail")
     b.poll(1, [(5, 0, 0)])
-    res = analyze(b.done())
-    assert count(res, "aborted-read") == 1
 
 
-def test_a_value_resent_and_committed_after_an_abort_is_not_an_aborted_read(
-    spark, tmp_path: Path
+def test_a_read_of_a_value_whose_only_send_failed_is_an_aborted_read(
+    judged: dict[str, Judged],
 ) -> None:
-    """The copier re-copies after an aborted transaction: the same output value is
-    sent twice, and the second send commits."""
-    b = Builder(tmp_path)
+    j = judged["only send failed, read"]
+    assert j.count("aborted-read") == 1, j.seen()
+
+
+@case("aborted, resent and committed")
+def _(b: Builder) -> None:
     b.txn(0, [(5, 0, 0)], "fail")
     b.txn(1, [(5, 0, 1)], "ok")
     b.poll(2, [(5, 0, 1)])
-    res = analyze(b.done())
-    assert count(res, "aborted-read") == 0
 
 
-def test_a_value_whose_info_send_was_resent_and_failed_is_not_an_aborted_read(
-    spark, tmp_path: Path
+def test_a_value_resent_and_committed_after_an_abort_is_not_an_aborted_read(
+    judged: dict[str, Judged],
 ) -> None:
-    b = Builder(tmp_path)
+    """The copier re-copies after an aborted transaction: the same output value is
+    sent twice, and the second send commits."""
+    assert judged["aborted, resent and committed"].seen() == {}
+
+
+@case("info send, resent and failed")
+def _(b: Builder) -> None:
     b.sends(0, [(7, 0, None, "info")])
     b.sends(1, [(7, 0, None, "fail")])  # the application's resend (claim C9)
     b.poll(2, [(7, 0, 0)])
-    res = analyze(b.done())
-    assert count(res, "aborted-read") == 0
+
+
+def test_a_value_whose_info_send_was_resent_and_failed_is_not_an_aborted_read(
+    judged: dict[str, Judged],
+) -> None:
+    assert judged["info send, resent and failed"].seen() == {}
 
 
 # --- lost-write: the drain reached the end, so a missing tail is lost, not unseen -----
 
 
+def _three_sends_drained(b: Builder, drained: list[tuple[int, int, int]], end: int) -> None:
+    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
+    b.drain(1, drained, at_end={0: end})
+
+
+# After the heal the log ends at offset 1: 11 and 12 were truncated away.
+case("tail truncated")(lambda b: _three_sends_drained(b, [(10, 0, 0)], end=1))
+case("everything drained")(
+    lambda b: _three_sends_drained(b, [(10, 0, 0), (11, 0, 1), (12, 0, 2)], end=3)
+)
+
+
 def test_acknowledged_values_beyond_the_drains_end_are_lost_as_truncated(
-    spark, tmp_path: Path
+    judged: dict[str, Judged],
 ) -> None:
-    b = Builder(tmp_path)
-    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
-    # After the heal the log ends at offset 1: 11 and 12 were truncated away.
-    b.drain(1, [(10, 0, 0)], at_end={0: 1})
-    res = analyze(b.done())
-    assert count(res, "lost-write") == 2
-    assert count(res, "unseen") == 0
-    reasons = {e["value"]: e["reason"] for e in res["anomalies"]["lost-write"]["examples"]}
-    assert reasons == {11: "truncated", 12: "truncated"}
+    j = judged["tail truncated"]
+    assert j.seen() == {"lost-write": 2}
+    reasons = {e["value"]: e["reason"] for e in j.examples("lost-write")}
+    assert reasons == {j.case.v(11): "truncated", j.case.v(12): "truncated"}
 
 
-def test_a_drain_that_read_everything_finds_nothing_lost(spark, tmp_path: Path) -> None:
-    b = Builder(tmp_path)
-    b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok"), (12, 0, 2, "ok")])
-    b.drain(1, [(10, 0, 0), (11, 0, 1), (12, 0, 2)], at_end={0: 3})
-    res = analyze(b.done())
-    assert count(res, "lost-write") == 0 and count(res, "unseen") == 0
-    assert res["valid"] is True
+def test_a_drain_that_read_everything_finds_nothing_lost(judged: dict[str, Judged]) -> None:
+    """Valid when judged alone: drained, and no anomaly at all."""
+    assert judged["everything drained"].seen() == {}
 
 
-def test_without_the_drains_end_a_missing_tail_stays_unseen(spark, tmp_path: Path) -> None:
-    b = Builder(tmp_path)
+@case("drain gave up before the end")
+def _(b: Builder) -> None:
     b.sends(0, [(10, 0, 0, "ok"), (11, 0, 1, "ok")])
     b.drain(1, [(10, 0, 0)])  # the drain gave up before the end: maybe late
-    res = analyze(b.done())
-    assert count(res, "lost-write") == 0 and count(res, "unseen") == 1
 
 
-# --- nothing tested is not a pass ------------------------------------------------------
+def test_without_the_drains_end_a_missing_tail_stays_unseen(judged: dict[str, Judged]) -> None:
+    assert judged["drain gave up before the end"].seen() == {"unseen": 1}
+
+
+# --- judged alone from here on: what only the verdict says --------------------------
+# --- nothing tested is not a pass ----------------------------------------------------
 
 
 def test_an_empty_history_is_unknown(spark, tmp_path: Path) -> None:

@@ -1,6 +1,12 @@
 """Consumer position checks: rebalance events are recorded after the poll during
 which they happened (defect 2), and skips are judged against every known position,
-from acknowledged writes and from any read (defect 5). Each planted, with a clean twin."""
+from acknowledged writes and from any read (defect 5). Each planted, with a clean twin.
+
+The cases whose answer is an anomaly's rows are judged together, in one history
+(tests/batched.py): each case's topic, processes and values are its own, and a
+rebalance event moves only its own process's partitions. What depends on how the
+whole history is loaded or joined (the Parquet rows, the broadcast bound) is judged
+alone."""
 
 from __future__ import annotations
 
@@ -13,18 +19,21 @@ from kafka_trial.spark_analysis.history_frames import load
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.shared_frames import Plan
-from pyspark.sql import SparkSession
 
+from tests.batched import Cases, Judged, judge
 from tests.histories import Builder, group_poll
-from tests.results import ran
+
+CASES = Cases()
+case = CASES.add
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
+    return judge(spark, tmp_path_factory.mktemp("positions") / "history.jsonl", CASES)
 
 
 def anomalies(run: Path) -> dict[str, Any]:
     return analyze(run)["anomalies"]
-
-
-def counts(run: Path) -> dict[str, int]:
-    return ran({"anomalies": anomalies(run)})
 
 
 def acked(b: Builder, n: int, partition: int = 0) -> Builder:
@@ -34,132 +43,158 @@ def acked(b: Builder, n: int, partition: int = 0) -> Builder:
 # Defect 2: rebalance epochs.
 
 
-def test_redelivery_in_the_assigning_poll_is_not_nonmonotonic(spark, tmp_path: Path) -> None:
-    b = acked(Builder(tmp_path), 6)
+@case("redelivered in the assigning poll")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1), (2, 0, 2)])
     # The partition moved during this poll: it went back to the committed offset 1.
     group_poll(b, 5, [(1, 0, 1), (2, 0, 2), (3, 0, 3)], [("revoke", [0]), ("assign", [0])])
     group_poll(b, 5, [(4, 0, 4), (5, 0, 5)])
-    c = counts(b.done())
-    assert c["nonmonotonic-poll"] == 0 and c["int-nonmonotonic-poll"] == 0, c
 
 
-def test_going_back_without_rebalance_is_nonmonotonic(spark, tmp_path: Path) -> None:
-    b = acked(Builder(tmp_path), 6)
+@case("went back without a rebalance")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1), (2, 0, 2)])
     group_poll(b, 5, [(1, 0, 1), (2, 0, 2), (3, 0, 3)])
     group_poll(b, 5, [(4, 0, 4), (5, 0, 5)])
-    res = anomalies(b.done())
-    assert res["nonmonotonic-poll"]["count"] == 1
-    ex = res["nonmonotonic-poll"]["examples"][0]
+
+
+def test_redelivery_in_the_assigning_poll_is_not_nonmonotonic(judged: dict[str, Judged]) -> None:
+    assert judged["redelivered in the assigning poll"].seen() == {}
+
+
+def test_going_back_without_rebalance_is_nonmonotonic(judged: dict[str, Judged]) -> None:
+    j = judged["went back without a rebalance"]
+    assert j.seen() == {"nonmonotonic-poll": 1}
+    ex = j.examples("nonmonotonic-poll")[0]
     assert (ex["prev_offset"], ex["offset"]) == (2, 1)
 
 
-def test_restart_within_the_assigning_poll_is_not_int_nonmonotonic(spark, tmp_path: Path) -> None:
-    b = acked(Builder(tmp_path), 6)
+@case("restarted within the assigning poll")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1)])
     # Records from before the revoke, then from the committed offset after the assign.
     group_poll(b, 5, [(2, 0, 2), (3, 0, 3), (1, 0, 1), (2, 0, 2)], [("lost", [0]), ("assign", [0])])
-    c = counts(b.done())
-    assert c["int-nonmonotonic-poll"] == 0 and c["nonmonotonic-poll"] == 0, c
 
 
-def test_restart_within_a_poll_without_rebalance_is_int_nonmonotonic(spark, tmp_path: Path) -> None:
-    b = acked(Builder(tmp_path), 6)
+@case("restarted within a poll without a rebalance")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1)])
     group_poll(b, 5, [(2, 0, 2), (3, 0, 3), (1, 0, 1), (2, 0, 2)])
-    c = counts(b.done())
-    assert c["int-nonmonotonic-poll"] == 1 and c["nonmonotonic-poll"] == 0, c
 
 
-def test_the_poll_after_the_rebalance_is_judged(spark, tmp_path: Path) -> None:
-    """The exemption covers the poll during which the partition moved, not the ones
-    after it: going back after the new assignment settled is still caught."""
-    b = acked(Builder(tmp_path), 6)
+def test_restart_within_the_assigning_poll_is_not_int_nonmonotonic(
+    judged: dict[str, Judged],
+) -> None:
+    j = judged["restarted within the assigning poll"]
+    assert j.count("int-nonmonotonic-poll") == 0 and j.count("nonmonotonic-poll") == 0, j.seen()
+
+
+def test_restart_within_a_poll_without_rebalance_is_int_nonmonotonic(
+    judged: dict[str, Judged],
+) -> None:
+    j = judged["restarted within a poll without a rebalance"]
+    assert j.count("int-nonmonotonic-poll") == 1 and j.count("nonmonotonic-poll") == 0, j.seen()
+
+
+@case("went back after the rebalance")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1)])
     group_poll(b, 5, [(1, 0, 1)], [("revoke", [0]), ("assign", [0])])
     group_poll(b, 5, [(2, 0, 2), (3, 0, 3)])
     group_poll(b, 5, [(2, 0, 2)])  # back, with no rebalance
-    res = anomalies(b.done())
-    assert res["nonmonotonic-poll"]["count"] == 1
-    ex = res["nonmonotonic-poll"]["examples"][0]
+
+
+def test_the_poll_after_the_rebalance_is_judged(judged: dict[str, Judged]) -> None:
+    """The exemption covers the poll during which the partition moved, not the ones
+    after it: going back after the new assignment settled is still caught."""
+    j = judged["went back after the rebalance"]
+    assert j.count("nonmonotonic-poll") == 1, j.seen()
+    ex = j.examples("nonmonotonic-poll")[0]
     assert (ex["prev_offset"], ex["offset"]) == (3, 2)
 
 
-def test_rebalance_after_another_op_is_not_attached_to_the_poll(spark, tmp_path: Path) -> None:
-    """An event that does not directly follow a poll (a close's revoke after a crash
-    op) does not exempt the poll before it."""
-    b = acked(Builder(tmp_path), 6)
+@case("rebalance after a crash op")
+def _(b: Builder) -> None:
+    acked(b, 6)
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1), (2, 0, 2)])
     group_poll(b, 5, [(1, 0, 1)])  # back, no rebalance during this poll
     b.op(5, "crash", {"op": "crash", "point": "before-commit"})
     group_poll(b, 5, [], [("revoke", [0])])
-    c = counts(b.done())
-    assert c["nonmonotonic-poll"] == 1, c
 
 
-def _plan(spark: SparkSession, run: Path) -> Plan:
-    return Plan(load(spark, str(run / "history.jsonl")))
+def test_rebalance_after_another_op_is_not_attached_to_the_poll(
+    judged: dict[str, Judged],
+) -> None:
+    """An event that does not directly follow a poll (a close's revoke after a crash
+    op) does not exempt the poll before it."""
+    j = judged["rebalance after a crash op"]
+    assert j.count("nonmonotonic-poll") == 1, j.seen()
 
 
-def _two_partitions(tmp_path: Path) -> Path:
-    """Partition 1 moves during the second poll and is re-delivered; partition 0 does
-    not move and goes back in the same poll: a real regression."""
-    b = acked(Builder(tmp_path), 4, 0)
+def _two_partitions(b: Builder, partition_0: list[tuple[int, int, int]]) -> Builder:
+    """Partition 1 moves during the second poll and is re-delivered; partition 0's
+    records of that poll are `partition_0`."""
+    acked(b, 4, 0)
     b.sends(0, [(10 + o, 1, o, "ok") for o in range(4)])
     group_poll(b, 5, [(0, 0, 0), (1, 0, 1), (10, 1, 0), (11, 1, 1)])
     group_poll(
         b,
         5,
-        [(0, 0, 0), (2, 0, 2), (11, 1, 1), (12, 1, 2), (10, 1, 0)],
+        [*partition_0, (11, 1, 1), (12, 1, 2), (10, 1, 0)],
         [("revoke", [1]), ("assign", [1])],
     )
-    return b.done()
+    return b
 
 
-def test_rebalance_exempts_only_the_partitions_it_moved(spark, tmp_path: Path) -> None:
-    plan = _plan(spark, _two_partitions(tmp_path))
-    try:
-        back = checks_reads.nonmonotonic_poll(plan).collect()
-        inside = checks_reads.int_nonmonotonic_poll(plan).collect()
-    finally:
-        plan.release()
+def _unmoved_goes_back(b: Builder) -> Builder:
+    """Partition 0 does not move and goes back in the same poll: a real regression."""
+    return _two_partitions(b, [(0, 0, 0), (2, 0, 2)])
+
+
+case("unmoved partition went back")(_unmoved_goes_back)
+
+
+@case("unmoved partition read on")
+def _(b: Builder) -> None:
+    _two_partitions(b, [(2, 0, 2), (3, 0, 3)])
+    group_poll(b, 5, [(13, 1, 3)])
+
+
+def test_rebalance_exempts_only_the_partitions_it_moved(judged: dict[str, Judged]) -> None:
+    """The checks' own rows (the batch collects every check's rows as run_checks does)."""
+    j = judged["unmoved partition went back"]
+    back = j.examples("nonmonotonic-poll")
     assert [(r["partition"], r["prev_offset"], r["offset"]) for r in back] == [(0, 1, 0)]
-    assert inside == []
+    assert j.examples("int-nonmonotonic-poll") == []
 
 
-def test_regression_on_an_unmoved_partition_is_still_caught(spark, tmp_path: Path) -> None:
-    """Through analyze, with the partitions read from the history's rebalance lines:
-    only partition 1 moved, so partition 0 going back in that poll is judged."""
-    res = anomalies(_two_partitions(tmp_path))
-    assert res["nonmonotonic-poll"]["count"] == 1
-    ex = res["nonmonotonic-poll"]["examples"][0]
+def test_regression_on_an_unmoved_partition_is_still_caught(judged: dict[str, Judged]) -> None:
+    """With the partitions read from the history's rebalance lines: only partition 1
+    moved, so partition 0 going back in that poll is judged."""
+    j = judged["unmoved partition went back"]
+    assert j.count("nonmonotonic-poll") == 1, j.seen()
+    ex = j.examples("nonmonotonic-poll")[0]
     assert (ex["partition"], ex["prev_offset"], ex["offset"]) == (0, 1, 0)
     # Partition 1 went back inside the poll during which it moved: not judged.
-    assert res["int-nonmonotonic-poll"]["count"] == 0
+    assert j.count("int-nonmonotonic-poll") == 0, j.seen()
 
 
-def test_unmoved_partition_reading_on_is_clean(spark, tmp_path: Path) -> None:
+def test_unmoved_partition_reading_on_is_clean(judged: dict[str, Judged]) -> None:
     """The twin of the above: partition 0 reads on, partition 1 is re-delivered in
     the poll during which it moved."""
-    b = acked(Builder(tmp_path), 4, 0)
-    b.sends(0, [(10 + o, 1, o, "ok") for o in range(4)])
-    group_poll(b, 5, [(0, 0, 0), (1, 0, 1), (10, 1, 0), (11, 1, 1)])
-    group_poll(
-        b,
-        5,
-        [(2, 0, 2), (3, 0, 3), (11, 1, 1), (12, 1, 2), (10, 1, 0)],
-        [("revoke", [1]), ("assign", [1])],
-    )
-    group_poll(b, 5, [(13, 1, 3)])
-    c = counts(b.done())
-    assert all(v == 0 for v in c.values()), c
+    assert judged["unmoved partition read on"].seen() == {}
 
 
 def test_rebalance_partitions_from_the_columnar_rows(spark, tmp_path: Path) -> None:
     """A large history is loaded from the flat rows of its Parquet cache: the
-    rebalance partitions are the same as from the JSON lines."""
-    run = _two_partitions(tmp_path)
+    rebalance partitions are the same as from the JSON lines. Judged alone: it is
+    about loading a whole history."""
+    run = _unmoved_goes_back(Builder(tmp_path)).done()
     path = str(run / "history.jsonl")
     pq = (tmp_path / "rows.parquet").as_uri()
     flatten(read_json(spark, path)).write.parquet(pq)
@@ -190,120 +225,165 @@ def _info_send_read_by_drain(b: Builder) -> Builder:
     return b
 
 
-# The offsets inside gaps are a broadcast join's side up to a bound, sorted beyond it.
-@pytest.mark.parametrize("broadcast_rows", [200_000, 0])
-def test_skip_over_offset_known_from_the_drain_is_poll_skip(
-    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broadcast_rows: int
-) -> None:
-    monkeypatch.setattr(checks_reads, "_BROADCAST_ROWS", broadcast_rows)
-    b = _info_send_read_by_drain(Builder(tmp_path))
+def _skip_over_drain_known(b: Builder) -> Builder:
+    _info_send_read_by_drain(b)
     group_poll(b, 5, [(0, 0, 0)])
     group_poll(b, 5, [(2, 0, 2)])
     b.drain(9, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], at_end={0: 3})
-    res = anomalies(b.done())
+    return b
+
+
+case("skip over an offset the drain read")(_skip_over_drain_known)
+
+
+# The offsets inside gaps are a broadcast join's side up to a bound, sorted beyond it.
+# The batch's few gaps are below the bound: it takes the broadcast join.
+def test_skip_over_offset_known_from_the_drain_is_poll_skip(judged: dict[str, Judged]) -> None:
+    j = judged["skip over an offset the drain read"]
+    assert j.seen() == {"poll-skip": 1}
+    ex = j.examples("poll-skip")[0]
+    assert (ex["prev_offset"], ex["offset"], ex["skipped_values"]) == (0, 2, [j.case.v(1)])
+
+
+def test_skip_over_offset_known_from_the_drain_is_poll_skip_sorted(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same, with no broadcast (a setting of the whole analysis: judged alone)."""
+    monkeypatch.setattr(checks_reads, "_BROADCAST_ROWS", 0)
+    res = anomalies(_skip_over_drain_known(Builder(tmp_path)).done())
     assert res["poll-skip"]["count"] == 1
     ex = res["poll-skip"]["examples"][0]
     assert (ex["prev_offset"], ex["offset"], ex["skipped_values"]) == (0, 2, [1])
     assert res["int-poll-skip"]["count"] == 0
 
 
-def test_skip_within_op_over_offset_known_from_the_drain(spark, tmp_path: Path) -> None:
-    b = _info_send_read_by_drain(Builder(tmp_path))
+@case("skip within an op over an offset the drain read")
+def _(b: Builder) -> None:
+    _info_send_read_by_drain(b)
     group_poll(b, 5, [(0, 0, 0), (2, 0, 2)])
     b.drain(9, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], at_end={0: 3})
-    res = anomalies(b.done())
-    assert res["int-poll-skip"]["count"] == 1
-    assert res["int-poll-skip"]["examples"][0]["skipped_values"] == [1]
-    assert res["poll-skip"]["count"] == 0
 
 
-def test_consumer_reading_the_info_send_does_not_skip(spark, tmp_path: Path) -> None:
-    b = _info_send_read_by_drain(Builder(tmp_path))
+@case("consumer read the info send")
+def _(b: Builder) -> None:
+    _info_send_read_by_drain(b)
     group_poll(b, 5, [(0, 0, 0)])
     group_poll(b, 5, [(1, 0, 1), (2, 0, 2)])
     b.drain(9, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], at_end={0: 3})
-    c = counts(b.done())
-    assert c["poll-skip"] == 0 and c["int-poll-skip"] == 0, c
 
 
-def test_gap_over_a_position_nobody_knows_is_no_skip(spark, tmp_path: Path) -> None:
-    """Offset 1 is a transaction's commit marker: no write was acknowledged there and
-    no read returned it, so jumping over it is what a consumer must do."""
-    b = Builder(tmp_path)
+def test_skip_within_op_over_offset_known_from_the_drain(judged: dict[str, Judged]) -> None:
+    j = judged["skip within an op over an offset the drain read"]
+    assert j.seen() == {"int-poll-skip": 1}
+    assert j.examples("int-poll-skip")[0]["skipped_values"] == [j.case.v(1)]
+
+
+def test_consumer_reading_the_info_send_does_not_skip(judged: dict[str, Judged]) -> None:
+    assert judged["consumer read the info send"].seen() == {}
+
+
+@case("gap over a commit marker")
+def _(b: Builder) -> None:
     b.txn(0, [(0, 0, 0)], "ok")  # its commit marker takes offset 1
     b.sends(0, [(2, 0, 2, "ok")])
     group_poll(b, 5, [(0, 0, 0)])
     group_poll(b, 5, [(2, 0, 2)])
     group_poll(b, 6, [(0, 0, 0), (2, 0, 2)])
     b.drain(9, [(0, 0, 0), (2, 0, 2)], at_end={0: 3})
-    c = counts(b.done())
-    assert c["poll-skip"] == 0 and c["int-poll-skip"] == 0, c
 
 
-def test_skip_over_an_undecodable_record_the_drain_read(spark, tmp_path: Path) -> None:
-    """Offset 1 holds a record whose value did not decode: no value is known there,
-    its position is."""
-    b = Builder(tmp_path)
+def test_gap_over_a_position_nobody_knows_is_no_skip(judged: dict[str, Judged]) -> None:
+    """Offset 1 is a transaction's commit marker: no write was acknowledged there and
+    no read returned it, so jumping over it is what a consumer must do."""
+    assert judged["gap over a commit marker"].seen() == {}
+
+
+@case("skip over an undecodable record")
+def _(b: Builder) -> None:
     b.sends(0, [(0, 0, 0, "ok")])
     b.sends(0, [(2, 0, 2, "ok")])
     group_poll(b, 5, [(0, 0, 0)])
     group_poll(b, 5, [(2, 0, 2)])
     b.drain(9, [(0, 0, 0), (None, 0, 1), (2, 0, 2)], at_end={0: 3})
-    res = anomalies(b.done())
-    assert res["poll-skip"]["count"] == 1
-    ex = res["poll-skip"]["examples"][0]
+
+
+def test_skip_over_an_undecodable_record_the_drain_read(judged: dict[str, Judged]) -> None:
+    """Offset 1 holds a record whose value did not decode: no value is known there,
+    its position is."""
+    j = judged["skip over an undecodable record"]
+    assert j.count("poll-skip") == 1, j.seen()
+    ex = j.examples("poll-skip")[0]
     assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [])
 
 
-def test_skip_over_an_offset_a_transaction_read(spark, tmp_path: Path) -> None:
+def _txn_read_offset_1(b: Builder, read_by_txn: bool) -> None:
+    _info_send_read_by_drain(b)
+    if read_by_txn:
+        b.txn(1, [(3, 1, 0)], "ok", polled=[(1, 0, 1)])
+    group_poll(b, 5, [(0, 0, 0), (2, 0, 2)])
+
+
+case("offset 1 read by a txn")(lambda b: _txn_read_offset_1(b, read_by_txn=True))
+case("offset 1 read by nobody")(lambda b: _txn_read_offset_1(b, read_by_txn=False))
+
+
+def test_skip_over_an_offset_a_transaction_read(judged: dict[str, Judged]) -> None:
     """Offset 1 is known only from an ok transaction's poll; the consumer's one poll
     jumped over it. Its twin: the same without that transaction read."""
-    for read_by_txn, want in ((True, 1), (False, 0)):
-        b = _info_send_read_by_drain(Builder(tmp_path / str(read_by_txn)))
-        if read_by_txn:
-            b.txn(1, [(3, 1, 0)], "ok", polled=[(1, 0, 1)])
-        group_poll(b, 5, [(0, 0, 0), (2, 0, 2)])
-        res = anomalies(b.done())
-        assert res["int-poll-skip"]["count"] == want, read_by_txn
-        if want:
-            ex = res["int-poll-skip"]["examples"][0]
-            assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [1])
+    j = judged["offset 1 read by a txn"]
+    assert j.count("int-poll-skip") == 1, j.seen()
+    ex = j.examples("int-poll-skip")[0]
+    assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [j.case.v(1)])
+    assert judged["offset 1 read by nobody"].seen() == {}
 
 
-def test_wide_gap_over_a_known_offset_is_a_skip(spark, tmp_path: Path) -> None:
+def _wide_gap(b: Builder, drain_read_5: bool) -> None:
+    b.sends(0, [(0, 0, 0, "ok"), (1, 0, 20_001, "ok")])
+    group_poll(b, 5, [(0, 0, 0)])
+    group_poll(b, 5, [(1, 0, 20_001)])
+    group_poll(b, 6, [(0, 0, 0), (1, 0, 20_001)])
+    b.drain(9, [(7, 0, 5)] if drain_read_5 else [(0, 0, 0)])
+
+
+case("wide gap over offset 5, drained")(lambda b: _wide_gap(b, drain_read_5=True))
+case("wide gap over offsets nobody knows")(lambda b: _wide_gap(b, drain_read_5=False))
+
+
+def test_wide_gap_over_a_known_offset_is_a_skip(judged: dict[str, Judged]) -> None:
     """A jump wider than the offsets listed one by one still finds the known offset
     it skipped (offset 5, from the drain's read); the twin, where nobody read offset
     5, makes the same jump over offsets nobody knows: no skip."""
-    for drain_read_5, want in ((True, 1), (False, 0)):
-        b = Builder(tmp_path / str(drain_read_5))
-        b.sends(0, [(0, 0, 0, "ok"), (1, 0, 20_001, "ok")])
-        group_poll(b, 5, [(0, 0, 0)])
-        group_poll(b, 5, [(1, 0, 20_001)])
-        group_poll(b, 6, [(0, 0, 0), (1, 0, 20_001)])
-        b.drain(9, [(7, 0, 5)] if drain_read_5 else [(0, 0, 0)])
-        res = anomalies(b.done())
-        assert res["poll-skip"]["count"] == want and res["int-poll-skip"]["count"] == want
-        if want:
-            ex = res["poll-skip"]["examples"][0]
-            assert (ex["process"], ex["skipped_offsets"], ex["skipped_values"]) == ("5", [5], [7])
+    j = judged["wide gap over offset 5, drained"]
+    assert (j.count("poll-skip"), j.count("int-poll-skip")) == (1, 1), j.seen()
+    ex = j.examples("poll-skip")[0]
+    assert (ex["process"], ex["skipped_offsets"], ex["skipped_values"]) == (
+        j.case.p(5),
+        [5],
+        [j.case.v(7)],
+    )
+    assert judged["wide gap over offsets nobody knows"].seen() == {}
+
+
+def _aborted_or_committed_between(b: Builder, outcome: str) -> None:
+    b.sends(0, [(0, 0, 0, "ok")])
+    b.txn(1, [(1, 0, 1)], outcome)
+    b.sends(0, [(2, 0, 3, "ok")])  # offset 2 is the transaction's marker
+    b.poll(5, [(0, 0, 0), (1, 0, 1), (2, 0, 3)])  # read_uncommitted
+    b.drain(9, [(0, 0, 0), (2, 0, 3)], at_end={0: 4})
+
+
+case("drain jumped over an aborted record")(lambda b: _aborted_or_committed_between(b, "fail"))
+case("drain jumped over a committed record")(lambda b: _aborted_or_committed_between(b, "ok"))
 
 
 def test_read_committed_drain_jumping_over_an_aborted_record_is_no_skip(
-    spark, tmp_path: Path
+    judged: dict[str, Judged],
 ) -> None:
     """A read_uncommitted consumer returned the aborted value 1 at offset 1; the
     read_committed drain rightly jumped over it (found by a real C10 run). Its twin:
     the same record from a transaction that committed is a skip."""
-    for outcome, want in (("fail", 0), ("ok", 1)):
-        b = Builder(tmp_path / outcome)
-        b.sends(0, [(0, 0, 0, "ok")])
-        b.txn(1, [(1, 0, 1)], outcome)
-        b.sends(0, [(2, 0, 3, "ok")])  # offset 2 is the transaction's marker
-        b.poll(5, [(0, 0, 0), (1, 0, 1), (2, 0, 3)])  # read_uncommitted
-        b.drain(9, [(0, 0, 0), (2, 0, 3)], at_end={0: 4})
-        res = anomalies(b.done())
-        assert res["int-poll-skip"]["count"] == want, outcome
-        assert res["aborted-read"]["count"] == (1 - want), outcome
-        if want:
-            ex = res["int-poll-skip"]["examples"][0]
-            assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [1])
+    assert judged["drain jumped over an aborted record"].seen() == {"aborted-read": 1}
+    j = judged["drain jumped over a committed record"]
+    assert j.count("int-poll-skip") == 1 and j.count("aborted-read") == 0, j.seen()
+    ex = j.examples("int-poll-skip")[0]
+    assert (ex["skipped_offsets"], ex["skipped_values"]) == ([1], [j.case.v(1)])

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import functools
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 CLUSTER_TESTS = "tests/integration/"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -18,9 +21,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ClusterTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return CLUSTER_TESTS if nodeid.startswith(CLUSTER_TESTS) else nodeid
+            if nodeid.startswith(CLUSTER_TESTS):
+                return CLUSTER_TESTS
+            module = nodeid.split("::")[0]
+            return module if _module_fixture(module) else nodeid
 
     return ClusterTestsTogether(config, log)
+
+
+@functools.cache
+def _module_fixture(module: str) -> bool:
+    """Whether a test module builds a module-scoped fixture (a batch of planted
+    histories judged in one analysis, say): its tests stay on one worker, or each
+    worker that runs one of them builds the fixture again."""
+    path = ROOT / module
+    return path.is_file() and 'scope="module"' in path.read_text()
 
 
 _yielding = False

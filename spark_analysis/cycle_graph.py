@@ -56,10 +56,6 @@ def pack(src: int, dst: int, kind: int) -> int:
     return src << 33 | dst << 3 | kind
 
 
-def unpack(p: int) -> tuple[int, int, int]:
-    return p >> 33, (p >> 3) & _MASK, p & 7
-
-
 @dataclass(frozen=True)
 class Component:
     """One strongly connected component holding a cycle of the spec's kind: its
@@ -268,9 +264,7 @@ def _simple(steps: list[tuple[int, int, int]], required: int | None) -> list[tup
         if u in seen:
             j = seen[u]
             inner, outer = steps[j:i], steps[i:] + steps[:j]
-            ok = [
-                w for w in (inner, outer) if required is None or any(k == required for *_, k in w)
-            ]
+            ok = [w for w in (inner, outer) if _takes(w, required)]
             return _simple(min(ok, key=len), required)
         seen[u] = i
     # Rotated to start at its lowest op, so a witness reads the same each time.

@@ -121,6 +121,20 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("vanished-read",),
     ),
+    "power-loss": Claim(
+        "C14",
+        "Kafka acknowledges before fsync; a simultaneous crash of every replica can lose "
+        "acknowledged data",
+        "anomaly",
+        ("lost-write",),
+    ),
+    "power-loss-fsync": Claim(
+        "C14-fsync",
+        "with flush.messages=1 every replica fsyncs a record before it is acknowledged, "
+        "so a simultaneous crash of every replica loses no acknowledged data",
+        "none",
+        ("lost-write",),
+    ),
     "auto-commit": Claim(
         "C16",
         "auto-commit can lose messages for the application: offsets are committed before "

@@ -8,7 +8,7 @@ same protocol in memory, so the nemesis can be unit-tested in milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from kafka_trial.cluster.toxiproxy import Toxic
 
@@ -66,6 +66,13 @@ class ClusterControl(Protocol):
     def resume_node(self, node: int) -> None: ...
 
     def wipe_node(self, node: int) -> None: ...
+
+    # storage (cluster.storage = writeback)
+    def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, Any]]:
+        """A power failure of the nodes, together: each broker SIGKILLed and its files
+        back at their last fsync. Per node, what was dropped (`files`, `bytes`,
+        `paths`), or `error` for a node it could not crash; the crashed stay down."""
+        ...
 
     # links
     def cut(self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = ...) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,6 +229,21 @@ class Cluster:
 
     def wipe_node(self, node: int) -> None:
         self._provision.wipe(node)
+
+    def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, Any]]:
+        # One thread a broker: in turn, the first crash would leave the others ~0.5 s
+        # (a docker exec each) to replicate and flush what a power failure of them
+        # all loses at one instant.
+        def crash(node: int) -> dict[str, Any]:
+            try:
+                return self.brokers[node].fs("lose-unfsynced")
+            except TrialError as e:
+                return {"error": e.problem}
+            except (APIError, NotFound) as e:
+                return {"error": f"broker {node}: {e}"}
+
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            return dict(zip(nodes, pool.map(crash, nodes), strict=True))
 
     def heal_all(self) -> None:
         """Every proxy enabled, every toxic gone, every broker running."""

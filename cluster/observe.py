@@ -164,6 +164,8 @@ class Observer:
             "min.insync.replicas": str(topic.min_insync_replicas),
             "unclean.leader.election.enable": str(topic.unclean_leader_election).lower(),
         }
+        if topic.flush_messages is not None:
+            config["flush.messages"] = str(topic.flush_messages)
         # librdkafka can drop a request in flight while it swaps its bootstrap
         # connections for the brokers it learned (_DESTROY_BROKER): that, and a
         # transport error, are retried; a repeat that finds the topic is success.

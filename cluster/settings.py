@@ -89,3 +89,9 @@ class TopicSpec(Frozen):
     replication_factor: int = Field(3, ge=1)
     min_insync_replicas: int = Field(2, ge=1)
     unclean_leader_election: bool = False
+    flush_messages: int | None = Field(
+        None,
+        ge=1,
+        description="the topic's flush.messages: its replicas fsync every this many "
+        "records (1: each one before it is acknowledged); unset, Kafka's default, never",
+    )

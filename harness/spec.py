@@ -17,6 +17,7 @@ from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.settings import Frozen
+from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.schedule import min_duration_s
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.workloads.settings import ConsumerSpec, CopierSpec, DrainSpec, ProducerSpec
@@ -48,6 +49,14 @@ class RunSpec(Frozen):
             raise ValueError(
                 f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                 f"topic.replication_factor={self.topic.replication_factor}"
+            )
+        on_writeback = [f for f in self.nemesis.faults if PACKAGES[f].storage == "writeback"]
+        if on_writeback and self.cluster.storage != "writeback":
+            # Plain volumes keep what a killed broker wrote: the fault would do nothing.
+            raise ValueError(
+                f"nemesis.faults {', '.join(on_writeback)} act on the brokers' write-back "
+                "filesystem, which cluster.storage=plain has not; set cluster.storage: "
+                "writeback"
             )
         if self.nemesis.target_partition >= self.topic.partitions:
             raise ValueError("nemesis.target_partition must be below topic.partitions")

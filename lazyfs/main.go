@@ -56,6 +56,9 @@ func socketDefault() string {
 
 // --- ctl: the client ------------------------------------------------------------------
 
+// held keeps ctl's connection open until the process exits (see ctlOpen).
+var held net.Conn
+
 func ctlCmd(args []string) int {
 	fl := flag.NewFlagSet("ctl", flag.ExitOnError)
 	sock := fl.String("socket", socketDefault(), "control socket")
@@ -63,35 +66,51 @@ func ctlCmd(args []string) int {
 	if fl.NArg() == 0 {
 		usage()
 	}
-	reply, err := Ctl(*sock, strings.Join(fl.Args(), " "))
+	reply, conn, err := ctlOpen(*sock, strings.Join(fl.Args(), " "))
+	held = conn
+	code := 0
 	if err != nil {
 		out, _ := json.Marshal(Result{"error": err.Error()})
-		fmt.Println(string(out))
-		return 1
+		reply, code = string(out), 1
+	} else if strings.Contains(reply, `"error"`) {
+		code = 1
 	}
 	fmt.Println(reply)
-	if strings.Contains(reply, `"error"`) {
-		return 1
+	_ = os.Stdout.Sync()
+	if ms, err := strconv.Atoi(os.Getenv("KT_LAZYFS_CTL_HOLD_MS")); err == nil {
+		// Tests: an answered ctl that is slow to exit must still outlive the mount.
+		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
-	return 0
+	return code
 }
 
 // Ctl sends one command and returns the JSON line that answers it.
 func Ctl(sock, command string) (string, error) {
+	reply, c, err := ctlOpen(sock, command)
+	if c != nil {
+		c.Close()
+	}
+	return reply, err
+}
+
+// ctlOpen is Ctl with the connection left open. After a crash command the supervisor
+// ends when its caller closes the connection, and with it the container and every
+// process in it: `kt-lazyfs ctl` run by `docker exec` closes it by exiting, once its
+// answer is out, or the exec would end killed, with no answer and no exit code.
+func ctlOpen(sock, command string) (string, net.Conn, error) {
 	c, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("no kt-lazyfs at %s: %w", sock, err)
+		return "", nil, fmt.Errorf("no kt-lazyfs at %s: %w", sock, err)
 	}
-	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(120 * time.Second))
 	if _, err := fmt.Fprintln(c, command); err != nil {
-		return "", err
+		return "", c, err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil && line == "" {
-		return "", fmt.Errorf("kt-lazyfs closed without answering: %w", err)
+		return "", c, fmt.Errorf("kt-lazyfs closed without answering: %w", err)
 	}
-	return strings.TrimSpace(line), nil
+	return strings.TrimSpace(line), c, nil
 }
 
 // --- run: mount, serve, supervise --------------------------------------------------------

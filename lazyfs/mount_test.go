@@ -369,6 +369,51 @@ func TestSupervisorCrash(t *testing.T) {
 	}
 }
 
+// docker exec runs `kt-lazyfs ctl lose-unfsynced` inside the container that the
+// crash ends: the mount (the container's first process) must outlive the ctl
+// process, or the exec is killed before it prints its answer or exits. Here the ctl
+// holds on for 1.5 s after printing; the supervisor must still be there when it exits.
+func TestCrashWaitsForTheCtlToExit(t *testing.T) {
+	canMount(t)
+	dir := t.TempDir()
+	b, m, sock := filepath.Join(dir, "b"), filepath.Join(dir, "m"), filepath.Join(dir, "ctl.sock")
+	sup := exec.Command(os.Args[0])
+	sup.Env = append(os.Environ(), "KT_LAZYFS_TEST_MAIN=1",
+		"KT_LAZYFS_TEST_ARGS=run --backing "+b+" --mount "+m+" --socket "+sock+" -- sleep 60")
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Process.Kill()
+	supDone := make(chan time.Time, 1)
+	go func() { _ = sup.Wait(); supDone <- time.Now() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := Ctl(sock, "status"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("kt-lazyfs never answered status")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctl := exec.Command(os.Args[0])
+	ctl.Env = append(os.Environ(), "KT_LAZYFS_TEST_MAIN=1", "KT_LAZYFS_CTL_HOLD_MS=1500",
+		"KT_LAZYFS_TEST_ARGS=ctl --socket "+sock+" lose-unfsynced")
+	out, err := ctl.Output()
+	ctlExited := time.Now()
+	if err != nil || !strings.Contains(string(out), `"process":"killed"`) {
+		t.Fatalf("ctl lose-unfsynced: %v, %q", err, out)
+	}
+	select {
+	case ended := <-supDone:
+		if ended.Before(ctlExited.Add(-200 * time.Millisecond)) {
+			t.Fatalf("the mount ended %v before the ctl that crashed it exited", ctlExited.Sub(ended))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervisor did not end after the crash")
+	}
+}
+
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
 func msync(b []byte) error {

@@ -15,6 +15,9 @@ class PackageInfo:
     name: str
     fault: str  # what the fault does, in one line
     heal: str  # what undoes it
+    # The brokers' storage the fault acts on: "writeback" needs kt-lazyfs under the
+    # data directory (cluster.storage), which a plain volume has not.
+    storage: str = "plain"
 
 
 _INFOS = (
@@ -49,6 +52,14 @@ _INFOS = (
         "SIGKILL the targeted brokers, empty their data directory, start them with "
         "fresh storage (KIP-903 class)",
         "(the restart is the heal)",
+    ),
+    PackageInfo(
+        "power-loss",
+        "SIGKILL the targeted brokers at once and drop every write they had not "
+        "fsynced, as a power failure of their hosts would (claim C14; needs "
+        "`cluster.storage: writeback`)",
+        "start them on what was fsynced",
+        "writeback",
     ),
     PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
     PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
@@ -96,6 +107,7 @@ FAULT_OPS: dict[str, str | None] = {
     "degrade": "restore",
     "bounce": None,
     "wipe": None,
+    "power-loss": "start",
     "elect-unclean": None,
 }
 HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "heal-all"})

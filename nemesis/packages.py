@@ -89,6 +89,59 @@ class WipeData:
         yield Step("wipe", {"target": role, "topic": self.topic, "partition": self.partition}, act)
 
 
+@dataclass(frozen=True)
+class PowerLoss:
+    """A power failure of the targeted brokers' hosts, all at one instant: each broker
+    SIGKILLed and every file on its write-back filesystem (kt-lazyfs) back at its last
+    fsync. Kafka fsyncs no produced record by default, so what the brokers had only in
+    the page cache is gone, on every replica that lost power (claim C14). The heal
+    starts them on what was fsynced.
+
+    The completion records, per broker, what was dropped (files and bytes); a broker
+    it could not crash (paused, plain storage) is named with the reason, and if none
+    crashed the fault did nothing and completes `info`."""
+
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    name: str = "power-loss"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        role = self.roles[pick % len(self.roles)]
+
+        def act() -> Done:
+            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            if not targets:
+                return Done({"brokers": []})
+            answers = ctl.lose_unfsynced(targets)
+            down = [b for b in targets if "error" not in answers[b]]
+            failed = {str(b): answers[b]["error"] for b in targets if b not in down}
+            if not down:
+                raise RuntimeError(f"no broker lost power: {failed}")
+            lost = {
+                str(b): {"files": answers[b].get("files", 0), "bytes": answers[b].get("bytes", 0)}
+                for b in down
+            }
+            result: dict[str, Any] = {
+                "brokers": down,
+                "lost": lost,
+                "lost_bytes": sum(v["bytes"] for v in lost.values()),
+            }
+            if failed:
+                result["not_crashed"] = failed
+            heal = Heal(
+                "start",
+                {"brokers": down},
+                {},
+                tuple(Undo("start", node=b) for b in down),
+            )
+            return Done(result, heal)
+
+        yield Step(
+            "power-loss", {"target": role, "topic": self.topic, "partition": self.partition}, act
+        )
+
+
 def _uncut_pairs(pairs: list[tuple[int, int]]) -> tuple[Undo, ...]:
     return tuple(
         Undo("uncut", link=LinkId(src, dst, kind))  # type: ignore[arg-type]
@@ -260,6 +313,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "degrade": _degrade(None, "degrade"),
     "slow-follower": _degrade("follower-replication", "slow-follower"),
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),
+    "power-loss": lambda n, t: PowerLoss(t, n.target_partition, n.targets),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
 }
 # The catalog is the one registry of names; a builder without an entry, or an entry

@@ -24,6 +24,8 @@ class FakeCluster:
     leaders: dict[int, int] = field(default_factory=dict)
     controller: int = 1
     wiped: list[int] = field(default_factory=list)
+    storage: str = "writeback"  # cluster.storage: plain brokers cannot lose unfsynced writes
+    dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
 
     def engine_alive(self) -> bool:
@@ -118,6 +120,19 @@ class FakeCluster:
         self._verb("wipe_node", node)
         self.wiped.append(node)
         self.state[node] = "running"
+
+    def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, object]]:
+        self._verb("lose_unfsynced", list(nodes))
+        out: dict[int, dict[str, object]] = {}
+        for n in nodes:
+            if self.storage != "writeback":
+                out[n] = {"error": f"broker {n} has no write-back filesystem"}
+            elif self.state[n] != "running":
+                out[n] = {"error": f"broker {n} is {self.state[n]}"}
+            else:
+                self._down(n, "exited")
+                out[n] = {"files": 1, "bytes": self.dirty_bytes, "process": "killed"}
+        return out
 
     # --- links --------------------------------------------------------------------
 

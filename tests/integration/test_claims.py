@@ -22,6 +22,7 @@ from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
 from kafka_trial.harness.presets import PRESETS, preset
 from kafka_trial.harness.spec import merge_config
+from kafka_trial.nemesis.catalog import FAULT_OPS
 
 from tests.integration.conftest import containers_of
 from tests.integration.runs import stop_stuck
@@ -89,10 +90,16 @@ EXPECT: dict[str, Expect] = {
     # asserted is a definite verdict over real wr edges (txn-poll-read_committed, the
     # twin below, must show none).
     "txn-cycles": Expect(valid=True),
+    # C14: a power failure of every replica loses what none had fsynced: in one run
+    # of the preset (40 s) 16,109 of 17,069 acknowledged values were lost.
+    "power-loss": Expect(seen=("lost-write",)),
+    # C14's twin: flush.messages=1, no acknowledged value lost.
+    "power-loss-fsync": Expect(absent=("lost-write",), valid=True),
 }
 
 
-FAULT_FS = ("kill", "stop", "pause", "bounce", "partition", "degrade", "wipe", "elect-unclean")
+# The nemesis ops that are faults, as the catalog pairs them with their heals.
+FAULT_FS = tuple(FAULT_OPS)
 
 
 # The claims table is a campaign (examples/campaigns/claims.yaml runs the same one):
@@ -171,6 +178,9 @@ def claims_campaign(tmp_path_factory: pytest.TempPathFactory, images) -> Path:
     for name, config in TWINS.items():
         quiet = not config.get("nemesis", {}).get("faults", True)
         runs[name] = {**config, "duration_s": NO_FAULTS_S if quiet else RUN_S}
+    # Runs on the write-back filesystem need a cluster of their own: last, so that the
+    # warm cluster is replaced once.
+    runs = dict(sorted(runs.items(), key=lambda kv: _on_writeback(kv[1])))
     for name, config in runs.items():
         (root / f"{name}.yaml").write_text(yaml.safe_dump({**config, "name": name}))
     (root / "campaign.yaml").write_text(
@@ -188,6 +198,10 @@ def claims_campaign(tmp_path_factory: pytest.TempPathFactory, images) -> Path:
             stop_stuck(child, root / "runs")
     (camp,) = [p for p in (root / "runs").iterdir() if p.is_dir()]
     return camp
+
+
+def _on_writeback(config: dict) -> bool:
+    return config.get("cluster", {}).get("storage") == "writeback"
 
 
 def _run(camp: Path, key: str) -> tuple[list[Op], dict]:

@@ -20,12 +20,15 @@ from kafka_trial.nemesis.targets import resolve
 from tests.fakes import FakeCluster
 
 FAST = NemesisSpec(fault_s=0.01, quiet_s=0.01)
+ALL = NemesisSpec(fault_s=0.01, quiet_s=0.01, targets=("all",))
 
 
-def make(tmp_path: Path, **fake) -> tuple[FakeCluster, Nemesis, HistoryWriter]:
+def make(
+    tmp_path: Path, spec: NemesisSpec = FAST, **fake
+) -> tuple[FakeCluster, Nemesis, HistoryWriter]:
     cluster = FakeCluster(**fake)
     history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)  # read while open
-    return cluster, Nemesis(cluster, history, FAST, "trial"), history
+    return cluster, Nemesis(cluster, history, spec, "trial"), history
 
 
 def ops(history: HistoryWriter) -> list[tuple[str, str]]:
@@ -106,6 +109,51 @@ def test_two_outstanding_faults_of_one_package_both_heal_latest_first(tmp_path: 
     starts = [o.value["brokers"] for o in read_history(history.path).ops if o.f == "start"]
     assert starts[::2] == [[hit[1]], [hit[0]]]  # invoke values, latest first
     assert all(s == "running" for s in cluster.state.values())
+
+
+def test_power_loss_of_all_records_what_each_broker_dropped_and_starts_them(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL, dirty_bytes=777)
+    assert nem.apply("power-loss").ok
+    assert cluster.calls == [("lose_unfsynced", [1, 2, 3])]  # one call: all at once
+    assert set(cluster.state.values()) == {"exited"}
+    nem.heal("power-loss")
+    assert cluster.whole
+    got = read_history(history.path).ops
+    assert [(o.type, o.f) for o in got] == [
+        ("invoke", "power-loss"),
+        ("ok", "power-loss"),
+        ("invoke", "start"),
+        ("ok", "start"),
+    ]
+    done = got[1].value
+    assert done["brokers"] == [1, 2, 3] and done["lost_bytes"] == 3 * 777
+    assert done["lost"]["2"] == {"files": 1, "bytes": 777}
+    assert "not_crashed" not in done
+
+
+def test_power_loss_that_crashed_nothing_completes_info_with_the_reason(tmp_path: Path) -> None:
+    cluster, nem, history = make(tmp_path, storage="plain")
+    applied = nem.apply("power-loss")
+    assert not applied.ok and applied.heal is None
+    last = read_history(history.path).ops[-1]
+    assert (last.type, last.f) == ("info", "power-loss")
+    assert "no write-back filesystem" in (last.error or "")
+    assert nem.outstanding == () and cluster.whole
+
+
+def test_power_loss_names_a_broker_it_could_not_crash_and_heals_the_others(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    cluster.state[2] = "paused"
+    assert nem.apply("power-loss").ok
+    done = read_history(history.path).ops[1].value
+    assert done["brokers"] == [1, 3] and "paused" in done["not_crashed"]["2"]
+    nem.heal("power-loss")
+    starts = [o.value for o in read_history(history.path).ops if o.f == "start"]
+    assert starts[0] == {"brokers": [1, 3]}
 
 
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:

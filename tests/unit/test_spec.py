@@ -105,6 +105,15 @@ def test_transactions_need_idempotence_and_fitting_timeouts() -> None:
     assert build_spec({"producer": {"transactional": True}}).producer.transactional
 
 
+def test_a_storage_fault_needs_the_write_back_filesystem() -> None:
+    with pytest.raises(TrialError, match=r"power-loss act on .*set cluster.storage: writeback"):
+        build_spec({"nemesis": {"faults": ["kill", "power-loss"]}})
+    spec = build_spec({"cluster": {"storage": "writeback"}, "nemesis": {"faults": ["power-loss"]}})
+    assert spec.nemesis.faults == ("power-loss",)
+    twin = build_spec({"topic": {"flush_messages": 1}})
+    assert twin.topic.flush_messages == 1 and build_spec({}).topic.flush_messages is None
+
+
 def test_every_anomaly_type_has_a_definition_and_a_check() -> None:
     from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
     from kafka_trial.spark_analysis.queue_checks import CHECKS

@@ -89,6 +89,11 @@ class WipeData:
         yield Step("wipe", {"target": role, "topic": self.topic, "partition": self.partition}, act)
 
 
+# Files a power-loss op names per broker, of those it dropped data of (a broker
+# holds a few per partition: segment, indexes, checkpoints).
+LOST_PATHS = 12
+
+
 @dataclass(frozen=True)
 class PowerLoss:
     """A power failure of the targeted brokers' hosts, all at one instant: each broker
@@ -119,7 +124,11 @@ class PowerLoss:
             if not down:
                 raise RuntimeError(f"no broker lost power: {failed}")
             lost = {
-                str(b): {"files": answers[b].get("files", 0), "bytes": answers[b].get("bytes", 0)}
+                str(b): {
+                    "files": answers[b].get("files", 0),
+                    "bytes": answers[b].get("bytes", 0),
+                    "paths": answers[b].get("paths", [])[:LOST_PATHS],
+                }
                 for b in down
             }
             result: dict[str, Any] = {

@@ -131,7 +131,12 @@ class FakeCluster:
                 out[n] = {"error": f"broker {n} is {self.state[n]}"}
             else:
                 self._down(n, "exited")
-                out[n] = {"files": 1, "bytes": self.dirty_bytes, "process": "killed"}
+                out[n] = {
+                    "files": 1,
+                    "bytes": self.dirty_bytes,
+                    "paths": ["trial-0/00.log"],
+                    "process": "killed",
+                }
         return out
 
     # --- links --------------------------------------------------------------------

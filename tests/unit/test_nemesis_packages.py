@@ -129,7 +129,7 @@ def test_power_loss_of_all_records_what_each_broker_dropped_and_starts_them(
     ]
     done = got[1].value
     assert done["brokers"] == [1, 2, 3] and done["lost_bytes"] == 3 * 777
-    assert done["lost"]["2"] == {"files": 1, "bytes": 777}
+    assert done["lost"]["2"] == {"files": 1, "bytes": 777, "paths": ["trial-0/00.log"]}
     assert "not_crashed" not in done
 
 

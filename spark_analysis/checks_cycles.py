@@ -14,9 +14,9 @@ each partition's version order is one long path (a ww edge per committed value).
 from __future__ import annotations
 
 import os
-from array import array
 from typing import Any
 
+import numpy as np
 from kafka_trial.spark_analysis.cycle_graph import (
     CHAIN,
     EVENT_BASE,
@@ -43,18 +43,21 @@ from pyspark.sql import types as T
 WITNESSED = 10
 # Up to this many edges come to the driver in one job, without counting them first.
 COLLECT_AT_ONCE = 200_000
-# Up to this many edges come to the driver whole (8 bytes each, in buckets of ~1M),
-# where trimming ops on no cycle is a few numpy passes (cycle_graph._trim); above
-# it Spark prunes first, a join and a count a round (27 s of a 2M-line history's
-# 189 s when it pruned from 200k edges up).
-PRUNE_ABOVE = int(os.environ.get("KAFKA_TRIAL_CYCLE_SPARK_PRUNE_ABOVE", 20_000_000))
+# Edges a job brings to the driver past that: 64 MB of Arrow batches on the JVM's heap.
+CHUNK_EDGES = 8_000_000
+# Edges the driver takes: 8 bytes each as they arrive, ~40 in numpy columns, ~100
+# while rustworkx holds a subgraph; all of it in Python, outside the JVM's heap.
+DRIVER_MAX_EDGES = int(os.environ.get("KAFKA_TRIAL_CYCLE_DRIVER_EDGES", 100_000_000))
+# Up to this many edges come to the driver whole (in chunks), where trimming
+# ops on no cycle is a few numpy passes for each anomaly's kinds (cycle_graph._trim).
+# Above it Spark prunes first, a join and a count a round, and over every kind at
+# once, where the realtime chain keeps almost every op: a 10M-line history's ~50M
+# edges went to 46.8M in 8 minutes. So Spark prunes only what the driver cannot take.
+PRUNE_ABOVE = int(os.environ.get("KAFKA_TRIAL_CYCLE_SPARK_PRUNE_ABOVE", DRIVER_MAX_EDGES))
 PRUNE_ROUNDS = 12
 # A pruning round that removes less than this share of the edges is peeling a long
 # path one op at a time from each end: the driver does that in one pass.
 PRUNE_MIN_GAIN = 0.01
-# Edges the driver takes: ~40 bytes each in numpy columns, ~100 while rustworkx
-# holds a subgraph.
-DRIVER_MAX_EDGES = int(os.environ.get("KAFKA_TRIAL_CYCLE_DRIVER_EDGES", 40_000_000))
 
 _WHY = T.StructType(
     [
@@ -333,25 +336,27 @@ def prune(packed: DataFrame, n: int) -> tuple[DataFrame, int, int]:
     return packed, n, rounds
 
 
-def collect_packed(packed: DataFrame, buckets: int = 1) -> array:
-    """The edges as packed integers (cycle_graph.pack), in `buckets` lists: one Python
-    int each in flight, 8 bytes each once kept."""
+def collect_packed(packed: DataFrame, chunks: int = 1) -> np.ndarray:
+    """The edges as packed integers (cycle_graph.pack), 8 bytes each, in `chunks`
+    jobs of Arrow batches. Rows pickled to Python cost a boxed long and a BigInteger
+    each on the JVM's heap, and a whole partition at a time: at 47M edges that filled
+    a 2g heap (2026-11-26)."""
     col = F.shiftleft(F.col("src"), 33) + F.shiftleft(F.col("dst"), 3) + F.col("kind")
-    grouped = (
-        packed.select(col.alias("p"))
-        .groupBy(F.pmod(F.col("p"), F.lit(buckets)))
-        .agg(F.collect_list("p").alias("ps"))
-    )
-    out = array("q")
-    for row in grouped.toLocalIterator():
-        out.extend(row["ps"])
-    return out
+    p = packed.select(col.alias("p"))
+    parts = [
+        (p if chunks == 1 else p.filter(F.pmod(F.col("p"), F.lit(chunks)) == i))
+        .toArrow()
+        .column("p")
+        .to_numpy()
+        for i in range(chunks)
+    ]
+    return np.concatenate(parts).astype(np.int64, copy=False)
 
 
-def _driver_edges(fr: Plan, graph: DataFrame) -> array:
+def _driver_edges(fr: Plan, graph: DataFrame) -> np.ndarray:
     """The edges the driver searches: all of them in one job when few (counting
-    first was two), else counted and collected in buckets of ~1M, pruned in Spark
-    first when there are more than PRUNE_ABOVE."""
+    first was two), else counted and collected in chunks of CHUNK_EDGES, pruned in
+    Spark first when there are more than PRUNE_ABOVE."""
     packed = graph.select("src", "dst", "kind")
     small = collect_packed(packed.limit(COLLECT_AT_ONCE + 1))
     stats = {"edges": len(small), "rounds": 0, "driver_edges": len(small)}
@@ -370,7 +375,7 @@ def _driver_edges(fr: Plan, graph: DataFrame) -> array:
             f"{left} edges left after pruning, more than the driver takes ({DRIVER_MAX_EDGES}; "
             "KAFKA_TRIAL_CYCLE_DRIVER_EDGES raises it, with the driver's memory)"
         )
-    out = collect_packed(packed, max(1, left // 1_000_000))
+    out = collect_packed(packed, max(1, -(-left // CHUNK_EDGES)))
     whole.unpersist()
     return out
 

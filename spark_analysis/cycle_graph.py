@@ -5,7 +5,7 @@ Nodes are op indices, plus "event" nodes (`EVENT_BASE + history index`) that sta
 for points of the history: realtime order (a completed before b was invoked) is a
 chain of events, a -> E(a done) -> ... -> E(b invoked) -> b, so it costs O(ops)
 edges where the relation itself has O(ops^2) pairs. An edge is one packed integer,
-src << 33 | dst << 3 | kind, so millions of them fit in one array('q').
+src << 33 | dst << 3 | kind, so millions of them fit in one int64 array.
 """
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ class Edges:
     kind: np.ndarray
 
     @classmethod
-    def of(cls, packed: array) -> Edges:
-        p = np.frombuffer(packed, dtype=np.int64) if len(packed) else np.zeros(0, np.int64)
+    def of(cls, packed: array | np.ndarray) -> Edges:
+        p = np.asarray(packed, dtype=np.int64)
         ends, compact = np.unique(np.concatenate((p >> 33, (p >> 3) & _MASK)), return_inverse=True)
         m = len(p)
         return cls(ends, compact[:m], compact[m:], (p & 7).astype(np.int8))
@@ -110,7 +110,7 @@ def _trim(src: np.ndarray, dst: np.ndarray, at: np.ndarray, n: int) -> np.ndarra
 
 
 def components(
-    edges: array | Edges, spec: CycleSpec, event_base: int, witnessed: int
+    edges: array | np.ndarray | Edges, spec: CycleSpec, event_base: int, witnessed: int
 ) -> list[Component]:
     """The components of the spec's subgraph that hold a cycle of its kind, by
     lowest op index; the first `witnessed` of them with a witness cycle.

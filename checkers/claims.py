@@ -135,6 +135,13 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("lost-write",),
     ),
+    "disk-full": Claim(
+        "disk",
+        "a full disk on one broker loses no acknowledged write with acks=all and min.isr 2: "
+        "the broker halts and the other replicas hold every record",
+        "none",
+        ("lost-write",),
+    ),
     "auto-commit": Claim(
         "C16",
         "auto-commit can lose messages for the application: offsets are committed before "

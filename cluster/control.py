@@ -74,6 +74,15 @@ class ClusterControl(Protocol):
         `paths`), or `error` for a node it could not crash; the crashed stay down."""
         ...
 
+    def fill_disk(self, node: int) -> None:
+        """Every write to the node's data directory fails with ENOSPC from now on."""
+        ...
+
+    def free_disk(self, node: int) -> dict[str, Any]:
+        """Writes succeed again: `refused_writes` and `refused_bytes` while it was
+        full, and `halted` if the broker had stopped over it (it is started again)."""
+        ...
+
     # links
     def cut(self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = ...) -> None:
         """Drop (black hole) or reject what flows on a link; `streams` narrows a drop

@@ -245,14 +245,36 @@ class Cluster:
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
             return dict(zip(nodes, pool.map(crash, nodes), strict=True))
 
+    def fill_disk(self, node: int) -> None:
+        self.brokers[node].fs("enospc on")
+
+    def free_disk(self, node: int) -> dict[str, Any]:
+        b = self.brokers[node]
+        if b.status() == "running":
+            ans = b.fs("enospc off")
+            return {k: ans.get(k, 0) for k in ("refused_writes", "refused_bytes")} | {
+                "halted": False
+            }
+        # A broker whose only log directory failed halts, and its mount (and the full
+        # disk) ends with it: its last status says what was refused.
+        final = b.fs_final_status() or {}
+        b.start()
+        return {k: final.get(k) for k in ("refused_writes", "refused_bytes")} | {"halted": True}
+
     def heal_all(self) -> None:
-        """Every proxy enabled, every toxic gone, every broker running."""
+        """Every proxy enabled, every toxic gone, every disk writable, every broker
+        running."""
         errors: list[str] = []
         for b in self.brokers.values():
             try:
                 b.toxi.reset()
             except ToxiproxyError as e:
                 errors.append(f"proxy {b.node_id}: {e}")
+            if b.storage == "writeback" and b.status() == "running":
+                try:
+                    b.fs("enospc off")
+                except TrialError as e:
+                    errors.append(f"broker {b.node_id}'s disk: {e.problem}")
             try:
                 b.start()
             except (APIError, NotFound) as e:

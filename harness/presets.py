@@ -338,6 +338,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         "nemesis": {"faults": ["power-loss"], "targets": ["all"], "fault_s": 1, "quiet_s": 15},
         "check": {"allowed": []},
     },
+    # A full disk on one broker, the partition's leader or another: Kafka takes the
+    # log directory whose write failed offline, and with no other the broker halts.
+    # The other two replicas hold every acknowledged record (acks=all, min.isr 2), so
+    # nothing acknowledged may be lost; a loss is a finding.
+    "disk-full": {
+        "name": "disk-full",
+        "cluster": {"storage": "writeback"},
+        "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {
+            "faults": ["disk-full"],
+            "targets": ["leader", "random"],
+            "fault_s": 5,
+            "quiet_s": 10,
+        },
+        "check": {"allowed": []},
+    },
 }
 
 
@@ -433,6 +450,10 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
     "power-loss-fsync": (
         "the same with flush.messages=1 on the topic",
         "the same as C14",
+    ),
+    "disk-full": (
+        "acks=all, idempotence, RF 3, min.isr 2; brokers on kt-lazyfs",
+        "disk-full on the leader or a random broker, 5 s full and 10 s free",
     ),
 }
 

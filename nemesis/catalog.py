@@ -61,6 +61,14 @@ _INFOS = (
         "start them on what was fsynced",
         "writeback",
     ),
+    PackageInfo(
+        "disk-full",
+        "every write to the targeted brokers' data directory fails with ENOSPC (a full "
+        "disk; needs `cluster.storage: writeback`); a broker whose only log directory "
+        "fails halts",
+        "writes succeed again; a halted broker is started",
+        "writeback",
+    ),
     PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
     PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
     PackageInfo(
@@ -108,9 +116,10 @@ FAULT_OPS: dict[str, str | None] = {
     "bounce": None,
     "wipe": None,
     "power-loss": "start",
+    "disk-full": "disk-free",
     "elect-unclean": None,
 }
-HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "heal-all"})
+HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "disk-free", "heal-all"})
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink"})
 
 

@@ -114,8 +114,7 @@ class Nemesis:
             assert h is not None
 
             def act(h: Heal = h) -> dict[str, Any]:
-                apply_undo(self.cluster, h.undo)
-                return h.result
+                return {**h.result, **apply_undo(self.cluster, h.undo)}
 
             if self.rec.do(h.f, h.value, act):
                 healed += 1

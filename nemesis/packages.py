@@ -151,6 +151,46 @@ class PowerLoss:
         )
 
 
+@dataclass(frozen=True)
+class DiskFull:
+    """The targeted brokers' disks full: every write to their data directory fails
+    with ENOSPC (kt-lazyfs), until the heal. Kafka takes a log directory whose write
+    failed offline, and a broker with no log directory left halts. The heal's
+    completion says, per broker, how many writes and bytes were refused and whether
+    it had halted (then it is started again)."""
+
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    name: str = "disk-full"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        role = self.roles[pick % len(self.roles)]
+
+        def act() -> Done:
+            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            full: list[int] = []
+            try:
+                for b in targets:
+                    ctl.fill_disk(b)
+                    full.append(b)
+            except Exception:
+                for b in full:  # nothing half-done stays behind an info op
+                    ctl.free_disk(b)
+                raise
+            heal = Heal(
+                "disk-free",
+                {"brokers": full},
+                {},
+                tuple(Undo("free-disk", node=b) for b in full),
+            )
+            return Done({"brokers": full}, heal if full else None)
+
+        yield Step(
+            "disk-full", {"target": role, "topic": self.topic, "partition": self.partition}, act
+        )
+
+
 def _uncut_pairs(pairs: list[tuple[int, int]]) -> tuple[Undo, ...]:
     return tuple(
         Undo("uncut", link=LinkId(src, dst, kind))  # type: ignore[arg-type]
@@ -323,6 +363,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "slow-follower": _degrade("follower-replication", "slow-follower"),
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),
     "power-loss": lambda n, t: PowerLoss(t, n.target_partition, n.targets),
+    "disk-full": lambda n, t: DiskFull(t, n.target_partition, n.targets),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
 }
 # The catalog is the one registry of names; a builder without an entry, or an entry

@@ -15,7 +15,7 @@ from kafka_trial.cluster.control import ClusterControl, LinkId
 class Undo:
     """One action that takes back part of a fault."""
 
-    verb: Literal["start", "resume", "uncut", "remove-toxic"]
+    verb: Literal["start", "resume", "uncut", "remove-toxic", "free-disk"]
     node: int | None = None
     link: LinkId | None = None
     toxic: str | None = None
@@ -57,7 +57,10 @@ class Package(Protocol):
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]: ...
 
 
-def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> None:
+def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
+    """Carry out the actions; what they found, for the heal's completion (`freed`:
+    per node, what a full disk refused)."""
+    freed: dict[str, Any] = {}
     for u in undo:
         if u.verb == "start" and u.node is not None:
             ctl.start_node(u.node)
@@ -67,8 +70,11 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> None:
             ctl.uncut(u.link)
         elif u.verb == "remove-toxic" and u.link is not None and u.toxic is not None:
             ctl.remove_toxic(u.link, u.toxic)
+        elif u.verb == "free-disk" and u.node is not None:
+            freed[str(u.node)] = ctl.free_disk(u.node)
         else:
             raise ValueError(f"malformed undo action {u}")
+    return {"freed": freed} if freed else {}
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:

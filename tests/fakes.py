@@ -25,6 +25,7 @@ class FakeCluster:
     controller: int = 1
     wiped: list[int] = field(default_factory=list)
     storage: str = "writeback"  # cluster.storage: plain brokers cannot lose unfsynced writes
+    full: set[int] = field(default_factory=set)  # brokers whose disk is full
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
 
@@ -78,6 +79,7 @@ class FakeCluster:
     def whole(self) -> bool:
         return (
             not self.cuts
+            and not self.full
             and not any(self.toxics.values())
             and self.await_in_sync(self.topic, 0)
             and len(self._live()) == self.brokers
@@ -139,6 +141,19 @@ class FakeCluster:
                 }
         return out
 
+    def fill_disk(self, node: int) -> None:
+        self._verb("fill_disk", node)
+        if self.storage != "writeback":
+            raise RuntimeError(f"broker {node} has no write-back filesystem")
+        self.full.add(node)
+
+    def free_disk(self, node: int) -> dict[str, object]:
+        self._verb("free_disk", node)
+        self.full.discard(node)
+        halted = self.state[node] == "exited"
+        self.state[node] = "running"
+        return {"refused_writes": 3, "refused_bytes": 0, "halted": halted}
+
     # --- links --------------------------------------------------------------------
 
     def cut(
@@ -171,5 +186,6 @@ class FakeCluster:
         self._verb("heal_all", None)
         self.cuts.clear()
         self.toxics.clear()
+        self.full.clear()
         for n in self.node_ids:
             self.state[n] = "running"

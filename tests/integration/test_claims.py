@@ -221,8 +221,12 @@ def _counts(res: dict) -> dict[str, int]:
     return ran(res)
 
 
+# Presets the storage campaign runs (examples/campaigns/storage.yaml), not this one.
+ELSEWHERE = {"disk-full"}
+
+
 def test_every_preset_has_an_expectation() -> None:
-    assert set(EXPECT) == set(PRESETS)
+    assert set(EXPECT) | ELSEWHERE == set(PRESETS)
 
 
 @pytest.mark.slow

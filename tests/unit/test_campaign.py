@@ -126,15 +126,24 @@ def test_campaign_command_refuses_a_bad_matrix_before_starting(
     assert not any(tmp_path.iterdir())  # nothing started
 
 
-@pytest.mark.parametrize("name", ["claims.yaml", "short.yaml"])
+@pytest.mark.parametrize("name", ["claims.yaml", "short.yaml", "storage.yaml"])
 def test_the_example_campaigns_are_valid(name: str) -> None:
     path = Path(__file__).resolve().parents[2] / "examples" / "campaigns" / name
     es = cp.entries(cp.load_campaign(path, {}), path)
     assert es
-    if name == "claims.yaml":
-        from kafka_trial.harness.presets import PRESETS
 
-        assert {e.key.removesuffix("-s0") for e in es} == set(PRESETS)
+
+def test_the_claims_and_storage_campaigns_run_every_preset() -> None:
+    from kafka_trial.harness.presets import CLAIMS, PRESETS
+
+    def presets(name: str) -> set[str]:
+        path = Path(__file__).resolve().parents[2] / "examples" / "campaigns" / name
+        return {e.key.rsplit("-s", 1)[0] for e in cp.entries(cp.load_campaign(path, {}), path)}
+
+    claims, storage = presets("claims.yaml"), presets("storage.yaml")
+    assert claims | storage == set(PRESETS)
+    # Every claim of shared/CLAIMS.md is in the claims campaign; C14 too.
+    assert {n for n in PRESETS if CLAIMS[n].id.startswith("C")} <= claims
 
 
 def test_runs_sharing_a_broker_side_run_together_for_the_warm_cluster() -> None:

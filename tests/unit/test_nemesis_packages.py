@@ -156,6 +156,34 @@ def test_power_loss_names_a_broker_it_could_not_crash_and_heals_the_others(
     assert starts[0] == {"brokers": [1, 3]}
 
 
+def test_disk_full_until_the_heal_which_says_what_was_refused_and_restarts_a_halted_broker(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    assert nem.apply("disk-full").ok
+    assert cluster.full == {1, 2, 3} and not cluster.whole
+    cluster.state[2] = "exited"  # its only log directory failed: the broker halted
+    nem.heal("disk-full")
+    assert cluster.whole
+    got = read_history(history.path).ops
+    assert [(o.type, o.f) for o in got] == [
+        ("invoke", "disk-full"),
+        ("ok", "disk-full"),
+        ("invoke", "disk-free"),
+        ("ok", "disk-free"),
+    ]
+    freed = got[3].value["freed"]
+    assert freed["2"] == {"refused_writes": 3, "refused_bytes": 0, "halted": True}
+    assert freed["1"]["halted"] is False
+
+
+def test_disk_full_on_plain_storage_completes_info_and_leaves_no_disk_full(tmp_path: Path) -> None:
+    cluster, nem, history = make(tmp_path, ALL, storage="plain")
+    applied = nem.apply("disk-full")
+    assert not applied.ok and nem.outstanding == () and cluster.whole
+    assert read_history(history.path).ops[-1].type == "info"
+
+
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:
     cluster, nem, history = make(tmp_path, fail_verbs={"kill_node"})
     applied = nem.apply("kill-leader")

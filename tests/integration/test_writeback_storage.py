@@ -135,14 +135,20 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
 
         # A full disk on a follower: its first write is refused, its only log
         # directory goes offline and it halts; the other two keep acknowledging.
+        # Through the verbs the disk-full package acts by (fill_disk, free_disk).
         third = next(b for j, b in c.brokers.items() if j != leader and b is not other)
-        assert third.fs("enospc on")["enospc"] is True
+        c.fill_disk(third.node_id)
+        assert third.fs("status")["enospc"] is True
         acked += produce(c.bootstrap, 200)
         wait_until(lambda: third.status() != "running", "the full broker halts")
         final = third.fs_final_status()
         assert final is not None and final["enospc"] is True
-        assert final["refused_writes"] > 0  # a create or a grow refuses no bytes
-        bring_back(c, third.node_id)  # a new mount: the disk has room again
+        wait_until(lambda: third.node_id not in isr(c), "the halted broker leaves the ISR")
+        freed = c.free_disk(third.node_id)  # a new mount: the disk has room again
+        assert freed["halted"] is True
+        assert freed["refused_writes"] > 0  # a create or a grow refuses no bytes
+        assert freed["refused_writes"] == final["refused_writes"]
+        wait_until(lambda: third.node_id in isr(c), "the restarted broker rejoins the ISR")
 
         # No acknowledged record is missing (acks=all, at least two replicas each).
         assert set(acked) <= read_all(c.bootstrap)

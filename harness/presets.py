@@ -326,8 +326,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         # are handed out again: an acknowledged offset then holds another value
         # (inconsistent-offsets), and a producer's or a process's later send can land
         # below its earlier one (client-reorder, reorder: 160 in the suite's 20 s run,
-        # where processes outlived the loss). All follow from the loss of the claim.
-        "check": {"allowed": ["lost-write", "inconsistent-offsets", "client-reorder", "reorder"]},
+        # where processes outlived the loss), and reorder's form within one op
+        # (int-nonmonotonic-send). All follow from the loss of the claim.
+        "check": {
+            "allowed": [
+                "lost-write",
+                "inconsistent-offsets",
+                "client-reorder",
+                "reorder",
+                "int-nonmonotonic-send",
+            ]
+        },
     },
     # C14's twin: flush.messages=1 fsyncs each record on every replica before the
     # follower's next fetch lets the leader acknowledge it.

@@ -39,6 +39,10 @@ class Expect:
     # Printed when `absent` fails: what is known of a violation seen before, so that a
     # reader of a red suite knows it is an open finding, not a new harness bug.
     open_finding: str = ""
+    # Writes are acknowledged after the last fault. Not after a power loss of every
+    # broker: nothing is acknowledged for ~25 s (docs/findings.md, C14), more than
+    # is left of the run after its one loss at 15 s.
+    recovers: bool = True
 
 
 EXPECT: dict[str, Expect] = {
@@ -92,9 +96,9 @@ EXPECT: dict[str, Expect] = {
     "txn-cycles": Expect(valid=True),
     # C14: a power failure of every replica loses what none had fsynced: in one run
     # of the preset (40 s) 16,109 of 17,069 acknowledged values were lost.
-    "power-loss": Expect(seen=("lost-write",)),
+    "power-loss": Expect(seen=("lost-write",), recovers=False),
     # C14's twin: flush.messages=1, no acknowledged value lost.
-    "power-loss-fsync": Expect(absent=("lost-write",), valid=True),
+    "power-loss-fsync": Expect(absent=("lost-write",), valid=True, recovers=False),
 }
 
 
@@ -297,7 +301,8 @@ def test_preset_under_its_faults(claims_campaign: Path, name: str) -> None:
     assert res["stats"]["send_outcomes"].get("ok", 0) > 100, res["stats"]
     # Clients outlive the faults: writes are acknowledged after the last one too.
     last_fault = max(o.time for o in faults if o.f in FAULT_FS)
-    assert any(o.f in ("send", "txn") and o.type == "ok" and o.time > last_fault for o in ops)
+    if want.recovers:
+        assert any(o.f in ("send", "txn") and o.type == "ok" and o.time > last_fault for o in ops)
     assert None not in c.values(), f"a check crashed: {c}"
     assert res["problems"] == [], res["problems"]
     for f in want.client_fs:

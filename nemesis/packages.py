@@ -27,6 +27,21 @@ _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node
 _PROCESS_HEAL = {"kill": "start", "stop": "start", "pause": "resume"}
 
 
+def _aimed(role: str, topic: str, partition: int) -> dict[str, Any]:
+    """The invoke value of a fault aimed by role at a partition's brokers."""
+    return {"target": role, "topic": topic, "partition": partition}
+
+
+def _per_broker(f: str, verb: str, brokers: list[int]) -> Heal:
+    """A heal op `f` that undoes the fault broker by broker with `verb`."""
+    return Heal(
+        f,
+        {"brokers": list(brokers)},
+        {},
+        tuple(Undo(verb, node=b) for b in brokers),  # type: ignore[arg-type]
+    )
+
+
 @dataclass(frozen=True)
 class ProcessFault:
     """kill (SIGKILL), stop (SIGTERM), pause (cgroup freezer) or bounce (kill and
@@ -52,18 +67,11 @@ class ProcessFault:
             if self.kind == "bounce":
                 return Done({"brokers": targets})
             verb = _PROCESS_HEAL[self.kind]
-            heal = Heal(
-                verb,
-                {"brokers": list(targets)},
-                {},
-                tuple(Undo(verb, node=b) for b in targets),  # type: ignore[arg-type]
-            )
+            heal = _per_broker(verb, verb, targets)
             # Nothing hit (a role with no brokers), nothing to heal: no heal op.
             return Done({"brokers": targets}, heal if targets else None)
 
-        yield Step(
-            self.kind, {"target": role, "topic": self.topic, "partition": self.partition}, act
-        )
+        yield Step(self.kind, _aimed(role, self.topic, self.partition), act)
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class WipeData:
                 ctl.wipe_node(b)
             return Done({"brokers": targets})
 
-        yield Step("wipe", {"target": role, "topic": self.topic, "partition": self.partition}, act)
+        yield Step("wipe", _aimed(role, self.topic, self.partition), act)
 
 
 # Files a power-loss op names per broker, of those it dropped data of (a broker
@@ -138,17 +146,9 @@ class PowerLoss:
             }
             if failed:
                 result["not_crashed"] = failed
-            heal = Heal(
-                "start",
-                {"brokers": down},
-                {},
-                tuple(Undo("start", node=b) for b in down),
-            )
-            return Done(result, heal)
+            return Done(result, _per_broker("start", "start", down))
 
-        yield Step(
-            "power-loss", {"target": role, "topic": self.topic, "partition": self.partition}, act
-        )
+        yield Step("power-loss", _aimed(role, self.topic, self.partition), act)
 
 
 @dataclass(frozen=True)
@@ -178,17 +178,10 @@ class DiskFull:
                 for b in full:  # nothing half-done stays behind an info op
                     ctl.free_disk(b)
                 raise
-            heal = Heal(
-                "disk-free",
-                {"brokers": full},
-                {},
-                tuple(Undo("free-disk", node=b) for b in full),
-            )
-            return Done({"brokers": full}, heal if full else None)
+            heal = _per_broker("disk-free", "free-disk", full) if full else None
+            return Done({"brokers": full}, heal)
 
-        yield Step(
-            "disk-full", {"target": role, "topic": self.topic, "partition": self.partition}, act
-        )
+        yield Step("disk-full", _aimed(role, self.topic, self.partition), act)
 
 
 def _uncut_pairs(pairs: list[tuple[int, int]]) -> tuple[Undo, ...]:

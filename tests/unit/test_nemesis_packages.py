@@ -35,6 +35,18 @@ def ops(history: HistoryWriter) -> list[tuple[str, str]]:
     return [(o.type, o.f) for o in read_history(history.path).ops]
 
 
+def fault_then_heal(history: HistoryWriter, fault: str, heal: str) -> list:
+    """The history's ops, which must be exactly the fault's and then its heal's."""
+    got = read_history(history.path).ops
+    assert [(o.type, o.f) for o in got] == [
+        ("invoke", fault),
+        ("ok", fault),
+        ("invoke", heal),
+        ("ok", heal),
+    ]
+    return got
+
+
 def test_builders_cover_exactly_the_catalog() -> None:
     assert set(BUILDERS) == set(PACKAGES)
     with pytest.raises(ValueError, match="unknown nemesis package"):
@@ -65,13 +77,7 @@ def test_kill_leader_records_the_leader_and_its_start(tmp_path: Path) -> None:
     assert cluster.state[leader] == "exited"
     nem.heal("kill-leader")
     assert cluster.state[leader] == "running"
-    got = read_history(history.path).ops
-    assert [(o.type, o.f) for o in got] == [
-        ("invoke", "kill"),
-        ("ok", "kill"),
-        ("invoke", "start"),
-        ("ok", "start"),
-    ]
+    got = fault_then_heal(history, "kill", "start")
     assert got[0].value == {"target": "leader", "topic": "trial", "partition": 0}
     assert got[1].value["brokers"] == [leader]
     assert got[3].value == {"brokers": [leader]}
@@ -120,13 +126,7 @@ def test_power_loss_of_all_records_what_each_broker_dropped_and_starts_them(
     assert set(cluster.state.values()) == {"exited"}
     nem.heal("power-loss")
     assert cluster.whole
-    got = read_history(history.path).ops
-    assert [(o.type, o.f) for o in got] == [
-        ("invoke", "power-loss"),
-        ("ok", "power-loss"),
-        ("invoke", "start"),
-        ("ok", "start"),
-    ]
+    got = fault_then_heal(history, "power-loss", "start")
     done = got[1].value
     assert done["brokers"] == [1, 2, 3] and done["lost_bytes"] == 3 * 777
     assert done["lost"]["2"] == {"files": 1, "bytes": 777, "paths": ["trial-0/00.log"]}
@@ -165,13 +165,7 @@ def test_disk_full_until_the_heal_which_says_what_was_refused_and_restarts_a_hal
     cluster.state[2] = "exited"  # its only log directory failed: the broker halted
     nem.heal("disk-full")
     assert cluster.whole
-    got = read_history(history.path).ops
-    assert [(o.type, o.f) for o in got] == [
-        ("invoke", "disk-full"),
-        ("ok", "disk-full"),
-        ("invoke", "disk-free"),
-        ("ok", "disk-free"),
-    ]
+    got = fault_then_heal(history, "disk-full", "disk-free")
     freed = got[3].value["freed"]
     assert freed["2"] == {"refused_writes": 3, "refused_bytes": 0, "halted": True}
     assert freed["1"]["halted"] is False

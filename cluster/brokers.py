@@ -87,20 +87,6 @@ class Broker:
                 "the command needs the broker's container running (start it first)",
             ) from None
         lines = res.output.decode(errors="replace").strip().splitlines()
-        if not lines and command.startswith("lose-unfsynced"):
-            # The container ended before the exec's answer was out (kt-lazyfs waits for
-            # the ctl to exit, but docker may still cut the stream): its final status,
-            # logged as it ended, says what it lost.
-            self._await_exit()
-            final = self.fs_final_status() if self.status() == "exited" else None
-            if final is not None:
-                return {
-                    "files": final.get("lost_files", 0),
-                    "bytes": final.get("lost_bytes", 0),
-                    "paths": [],
-                    "process": "killed",
-                    "from": "final status",
-                }
         try:
             answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
         except json.JSONDecodeError:

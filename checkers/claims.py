@@ -142,6 +142,27 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("lost-write",),
     ),
+    "power-loss-one": Claim(
+        "power-1",
+        "a power loss of one broker at a time loses no acknowledged write: the other "
+        "replicas hold it",
+        "none",
+        ("lost-write",),
+    ),
+    "corrupt": Claim(
+        "corrupt",
+        "a corrupted segment tail on one broker loses no acknowledged write with acks=all "
+        "and min.isr 2: recovery truncates the damage and the broker refetches it",
+        "none",
+        ("lost-write",),
+    ),
+    "last-replica": Claim(
+        "KIP-966",
+        "with Eligible Leader Replicas (Kafka 4.x) a power loss of the ISR's last member "
+        "loses no acknowledged write; without them (3.9) it can",
+        "none",
+        ("lost-write",),
+    ),
     "auto-commit": Claim(
         "C16",
         "auto-commit can lose messages for the application: offsets are committed before "

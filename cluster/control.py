@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.toxiproxy import Toxic
 
 LinkKind = Literal["internal", "controller", "client"]
@@ -66,6 +67,15 @@ class ClusterControl(Protocol):
     def resume_node(self, node: int) -> None: ...
 
     def wipe_node(self, node: int) -> None: ...
+
+    def corrupt_segment(
+        self, node: int, topic: str, partition: int, mode: CorruptMode, seed: int
+    ) -> dict[str, Any]:
+        """On a node that is down, a seeded bit flip in, or truncation of, the tail of
+        its active segment of topic-partition, read back: `file`, `mode`, `bytes` (the
+        damaged range), `offsets` (of the batches hit), sizes; or `error` if it holds
+        no data of that partition."""
+        ...
 
     # storage (cluster.storage = writeback)
     def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, Any]]:

@@ -30,6 +30,7 @@ from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.links import Link
 from kafka_trial.cluster.observe import Observer
 from kafka_trial.cluster.provision import Provisioner
+from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.cluster.toxiproxy import Toxic, ToxiproxyError
 from kafka_trial.contracts.errors import TrialError
@@ -229,6 +230,11 @@ class Cluster:
 
     def wipe_node(self, node: int) -> None:
         self._provision.wipe(node)
+
+    def corrupt_segment(
+        self, node: int, topic: str, partition: int, mode: CorruptMode, seed: int
+    ) -> dict[str, Any]:
+        return self._provision.corrupt(node, topic, partition, mode, seed)
 
     def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, Any]]:
         # One thread a broker: in turn, the first crash would leave the others ~0.5 s

@@ -18,7 +18,9 @@ Topology, and why:
 
 from __future__ import annotations
 
+import io
 import socket
+import tarfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +42,7 @@ from kafka_trial.cluster.naming import (
     labels,
     proxy_name,
 )
+from kafka_trial.cluster.segments import CorruptMode, plan
 from kafka_trial.cluster.settings import ClusterSpec
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
 from kafka_trial.contracts.errors import TrialError
@@ -257,6 +260,66 @@ class Provisioner:
                     ) from None
                 time.sleep(0.2)
 
+    def _volume(self, node: int) -> str:
+        mounts = self.brokers[node].container.attrs["Mounts"]
+        return str(next(m["Name"] for m in mounts if m["Destination"] in (DATA_DIR, BACKING_DIR)))
+
+    def _on_volume(self, node: int, script: str, role: str) -> str:
+        """A bash script in a one-off container of the broker's image with its data
+        volume at /data: the broker's own container cannot run it, it is down."""
+        out = self.client.containers.run(
+            self.images.kafka,
+            entrypoint=["bash", "-c", script],
+            volumes={self._volume(node): {"bind": "/data", "mode": "rw"}},
+            labels=labels(self.run_id, role, node),
+            network_mode="none",
+            remove=True,
+        )
+        return out.decode(errors="replace") if isinstance(out, bytes) else str(out)
+
+    def _read(self, node: int, path: str) -> bytes:
+        stream, _ = self.brokers[node].container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            f = tar.extractfile(member) if member else None
+            return f.read() if f else b""
+
+    def corrupt(
+        self, node: int, topic: str, partition: int, mode: CorruptMode, seed: int
+    ) -> dict[str, Any]:
+        """Corrupt the tail of a down broker's active segment of topic-partition (its
+        newest .log); read back, so what it answers is what the file now holds."""
+        b = self.brokers[node]
+        if b.status() in ("running", "paused"):
+            raise TrialError(f"broker {node} is {b.status()}", "stop or kill it first")
+        rel = f"{topic}-{partition}"
+        names = self._on_volume(node, f"ls /data/{rel} 2>/dev/null; true", "corrupt").split()
+        logs = sorted(n for n in names if n.endswith(".log"))
+        if not logs:
+            return {"error": f"broker {node} holds no segment of {rel}"}
+        path = f"{data_volume_path(self.spec)}/{rel}/{logs[-1]}"
+        data = self._read(node, path)
+        damage = plan(data, mode, seed)
+        if damage is None:
+            return {"error": f"broker {node}'s active segment of {rel} ({logs[-1]}) is empty"}
+        target = f"/data/{rel}/{logs[-1]}"
+        if mode == "truncate":
+            script = f"truncate -s {damage.size_after} {target}"
+        else:
+            new = damage.apply(data)
+            script = "; ".join(
+                f"printf '\\x{new[i]:02x}' | dd of={target} bs=1 seek={i} count=1 "
+                "conv=notrunc status=none"
+                for i in sorted({bit // 8 for bit in damage.flips})
+            )
+        self._on_volume(node, f"set -e; {script}", "corrupt")
+        if self._read(node, path) != damage.apply(data):
+            raise TrialError(
+                f"the corruption of {path} on broker {node} did not hold",
+                "see the engine's log: the one-off container's write did not land",
+            )
+        return {"file": f"{rel}/{logs[-1]}", **damage.describe()}
+
     def wipe(self, node: int) -> None:
         """SIGKILL a broker, empty its data volume, start it: it formats afresh."""
         b = self.brokers[node]
@@ -264,16 +327,5 @@ class Provisioner:
             b.container.unpause()
         if b.status() == "running":
             b.kill()
-        mounts = b.container.attrs["Mounts"]
-        volume = next(m["Name"] for m in mounts if m["Destination"] in (DATA_DIR, BACKING_DIR))
-        # A one-off container of the same image empties the volume; the broker's own
-        # container cannot, it is not running.
-        self.client.containers.run(
-            self.images.kafka,
-            entrypoint=["bash", "-c", "rm -rf /data/* /data/.[!.]*; true"],
-            volumes={volume: {"bind": "/data", "mode": "rw"}},
-            labels=labels(self.run_id, "wipe", node),
-            network_mode="none",
-            remove=True,
-        )
+        self._on_volume(node, "rm -rf /data/* /data/.[!.]*; true", "wipe")
         b.container.start()

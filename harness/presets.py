@@ -365,6 +365,56 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "check": {"allowed": []},
     },
+    # A power loss of one broker at a time, the leader among them: the two others
+    # hold every acknowledged record in their page caches, so replication covers it.
+    "power-loss-one": {
+        "name": "power-loss-one",
+        "cluster": {"storage": "writeback"},
+        "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {
+            "faults": ["power-loss"],
+            "targets": ["leader", "random"],
+            "fault_s": 1,
+            "quiet_s": 12,
+        },
+        "check": {"allowed": []},
+    },
+    # Bit rot or a torn tail in one broker's active segment (the leader's or
+    # another's), found by Kafka's recovery of an uncleanly stopped log: with acks=all
+    # and min.isr 2 another replica holds every acknowledged record.
+    "corrupt": {
+        "name": "corrupt",
+        "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {
+            "faults": ["corrupt"],
+            "targets": ["leader", "random"],
+            "fault_s": 1,
+            "quiet_s": 12,
+        },
+        "check": {"allowed": []},
+    },
+    # KIP-966's "last replica standing": the ISR shrinks to the leader (its
+    # followers cut off), the leader loses power, the followers come back. With
+    # Eligible Leader Replicas (4.x) a follower that left the ISR below min.isr may
+    # lead; without (3.9) the partition waits for the old leader and what it fsynced.
+    "last-replica": {
+        "name": "last-replica",
+        "cluster": {
+            "storage": "writeback",
+            "broker_config": {"replica.lag.time.max.ms": "5000"},
+        },
+        "topic": {
+            "partitions": 1,
+            "replication_factor": 3,
+            "min_insync_replicas": 2,
+            "unclean_leader_election": False,
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {"faults": ["last-replica-power-loss"], "fault_s": 20, "quiet_s": 10},
+        "check": {"allowed": []},
+    },
 }
 
 
@@ -464,6 +514,21 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
     "disk-full": (
         "acks=all, idempotence, RF 3, min.isr 2; brokers on kt-lazyfs",
         "disk-full on the leader or a random broker, 5 s full and 10 s free",
+    ),
+    "power-loss-one": (
+        "acks=all, idempotence, RF 3, min.isr 2; brokers on kt-lazyfs",
+        "power-loss of the leader or a random broker, one at a time, 12 s apart",
+    ),
+    "corrupt": (
+        "acks=all, idempotence, RF 3, min.isr 2",
+        "corrupt: the leader or a random broker killed, its active segment's tail "
+        "bit-flipped or truncated in turn, restarted; 12 s apart",
+    ),
+    "last-replica": (
+        "acks=all, idempotence, RF 3, min.isr 2, no unclean election, one partition; "
+        "replica.lag.time.max.ms 5 s; brokers on kt-lazyfs",
+        "last-replica-power-loss: ISR shrunk to the leader, the leader's power lost, "
+        "the followers back; 20 s to elect",
     ),
 }
 

@@ -69,6 +69,12 @@ _INFOS = (
         "writes succeed again; a halted broker is started",
         "writeback",
     ),
+    PackageInfo(
+        "corrupt",
+        "kill the targeted brokers, flip bits in or truncate the tail of their active "
+        "segment of `nemesis.target_partition` (`nemesis.corrupt_modes`), start them",
+        "(the restart is the heal; the broker recovers from the damaged log)",
+    ),
     PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
     PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
     PackageInfo(
@@ -76,6 +82,14 @@ _INFOS = (
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "
         "{leader}, keep writing, kill the leader, elect a follower uncleanly",
         "start the old leader",
+    ),
+    PackageInfo(
+        "last-replica-power-loss",
+        "KIP-966's last replica standing: cut the followers' fetch links, wait for ISR = "
+        "{leader}, power-loss the leader, restore the links, record who leads within "
+        "`nemesis.fault_s` (needs `cluster.storage: writeback`)",
+        "start the old leader",
+        "writeback",
     ),
 )
 
@@ -115,12 +129,13 @@ FAULT_OPS: dict[str, str | None] = {
     "degrade": "restore",
     "bounce": None,
     "wipe": None,
+    "corrupt": None,
     "power-loss": "start",
     "disk-full": "disk-free",
     "elect-unclean": None,
 }
 HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "disk-free", "heal-all"})
-WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink"})
+WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
 
 
 def is_fault(f: str) -> bool:

@@ -1,5 +1,6 @@
-"""Claims C2/C5 as one fault: the lone leader takes writes, dies, and an
-out-of-sync follower is elected uncleanly."""
+"""Faults that are sequences around a lone leader: claims C2/C5 (it takes writes,
+dies, and an out-of-sync follower is elected uncleanly), and KIP-966's "last replica
+standing" (it loses power while it is the ISR's only member)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
-from kafka_trial.cluster.control import ClusterControl, LinkId
+from kafka_trial.cluster.control import ClusterControl, LinkId, PartitionState
 from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, wait_until
 
 
@@ -75,6 +76,95 @@ class UncleanFailover:
             return Done({"leader": _elect_unclean(ctl, self.topic, self.partition, leader)})
 
         yield Step("elect-unclean", tp, elect, needed=False)
+
+
+@dataclass(frozen=True)
+class LastReplicaStanding:
+    """KIP-966's "last replica standing": the ISR shrinks to the leader, which then
+    loses power (every write it had not fsynced gone) while the followers, which hold
+    what it acknowledged, are out of the ISR.
+
+    1. cut the followers' replication links to the leader, and wait until the ISR is
+       the leader alone; clients keep writing;
+    2. power-loss of the leader (kt-lazyfs drops what it had not fsynced);
+    3. restore the followers' links;
+    4. wait up to `hold_s` for a leader, and record who leads (none: the partition
+       waits for its last ISR member). Unclean election stays as the topic sets it.
+    The heal starts the old leader. Without Eligible Leader Replicas (Kafka 3.9) only
+    that leader may lead again, on what it fsynced; with them (4.x) a follower that
+    left the ISR below min.insync.replicas is eligible.
+    """
+
+    topic: str
+    partition: int
+    hold_s: float
+    name: str = "last-replica-power-loss"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        tp = {"topic": self.topic, "partition": self.partition}
+        seen: dict[str, Any] = {}
+
+        def cut() -> Done:
+            st = ctl.partitions(self.topic)[self.partition]
+            if st.leader is None:
+                raise RuntimeError("partition has no leader")
+            followers = [r for r in st.replicas if r != st.leader]
+            for f in followers:
+                ctl.cut(LinkId(f, st.leader, "internal"), "drop")
+            seen.update(leader=st.leader, followers=followers)
+            # Step 3 restores the links; a fault that stops before it leaves them to
+            # the run's final heal-all (a fault leaves at most one heal: the restart).
+            return Done({"brokers": followers, "leader": st.leader})
+
+        yield Step("partition", {"topology": "followers-from-leader", **tp, "mode": "drop"}, cut)
+        leader = seen["leader"]
+
+        def shrunk() -> Done:
+            ok = wait_until(lambda: _isr(ctl, self.topic, self.partition) == (leader,), 60)
+            isr = _isr(ctl, self.topic, self.partition)
+            if not ok:
+                raise RuntimeError(f"ISR did not shrink to the leader alone (isr={isr})")
+            return Done({"isr": list(isr or ())})
+
+        yield Step("await-isr-shrink", tp, shrunk, needed=False)
+
+        def power_loss() -> Done:
+            answer = ctl.lose_unfsynced([leader])[leader]
+            if "error" in answer:
+                raise RuntimeError(f"the leader did not lose power: {answer['error']}")
+            lost = {k: answer.get(k, 0) for k in ("files", "bytes")}
+            heal = Heal("start", {"brokers": [leader]}, {}, (Undo("start", node=leader),))
+            return Done({"brokers": [leader], "lost": {str(leader): lost}}, heal)
+
+        yield Step("power-loss", {"target": "leader", **tp}, power_loss, needed=False)
+
+        def heal_links() -> Done:
+            for f in seen["followers"]:
+                ctl.uncut(LinkId(f, leader, "internal"))
+            return Done({"brokers": seen["followers"]})
+
+        yield Step("heal", {"topology": "followers-from-leader"}, heal_links, needed=False)
+
+        def await_leader() -> Done:
+            def state() -> PartitionState | None:
+                try:
+                    return ctl.partitions(self.topic).get(self.partition)
+                except KafkaException:
+                    return None
+
+            wait_until(lambda: (st := state()) is not None and st.leader is not None, self.hold_s)
+            st = state()
+            got = st.leader if st else None
+            return Done(
+                {
+                    "leader": got,
+                    "isr": list(st.isr) if st else None,
+                    "old_leader": leader,
+                    "elected": got is not None and got != leader,
+                }
+            )
+
+        yield Step("await-leader", tp, await_leader, needed=False)
 
 
 def _isr(ctl: ClusterControl, topic: str, partition: int) -> tuple[int, ...] | None:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kafka_trial.cluster.control import ClusterControl, CutMode, LinkId
+from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.toxiproxy import Toxic
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
-from kafka_trial.nemesis.failover import UncleanFailover
+from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.nemesis.steps import Done, Heal, Package, Step, Undo
 from kafka_trial.nemesis.targets import resolve
@@ -182,6 +183,55 @@ class DiskFull:
             return Done({"brokers": full}, heal)
 
         yield Step("disk-full", _aimed(role, self.topic, self.partition), act)
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """Bit rot or a torn write on the targeted brokers' disks (Jepsen's
+    `jepsen.nemesis.file`): each broker killed, the tail of its active segment of the
+    partition bit-flipped or truncated (the modes alternate by the schedule's pick),
+    and started again, so it recovers from the damaged log. The completion names, per
+    broker, the file, the damaged byte range and the offsets of the batches hit, as
+    read back from the file; a broker with nothing to corrupt is named with the
+    reason, and if none was corrupted the op completes `info`."""
+
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    modes: tuple[CorruptMode, ...]
+    name: str = "corrupt"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        role = self.roles[pick % len(self.roles)]
+        mode = self.modes[pick % len(self.modes)]
+
+        def act() -> Done:
+            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            if not targets:
+                return Done({"brokers": []})
+            hit: dict[str, Any] = {}
+            missed: dict[str, str] = {}
+            for b in targets:
+                ctl.kill_node(b)
+            try:
+                for b in targets:
+                    got = ctl.corrupt_segment(b, self.topic, self.partition, mode, pick + b)
+                    if "error" in got:
+                        missed[str(b)] = got["error"]
+                    else:
+                        hit[str(b)] = got
+            finally:
+                for b in targets:  # nothing stays down behind a failed corruption
+                    ctl.start_node(b)
+            if not hit:
+                raise RuntimeError(f"nothing corrupted: {missed}")
+            result: dict[str, Any] = {"brokers": sorted(int(b) for b in hit), "corrupted": hit}
+            if missed:
+                result["not_corrupted"] = missed
+            return Done(result)
+
+        value = {**_aimed(role, self.topic, self.partition), "mode": mode}
+        yield Step("corrupt", value, act)
 
 
 def _uncut_pairs(pairs: list[tuple[int, int]]) -> tuple[Undo, ...]:
@@ -357,7 +407,9 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),
     "power-loss": lambda n, t: PowerLoss(t, n.target_partition, n.targets),
     "disk-full": lambda n, t: DiskFull(t, n.target_partition, n.targets),
+    "corrupt": lambda n, t: Corrupt(t, n.target_partition, n.targets, n.corrupt_modes),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
+    "last-replica-power-loss": lambda n, t: LastReplicaStanding(t, n.target_partition, n.fault_s),
 }
 # The catalog is the one registry of names; a builder without an entry, or an entry
 # without a builder, is a bug to catch at import, not mid-run.

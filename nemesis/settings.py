@@ -41,6 +41,12 @@ class NemesisSpec(Frozen):
         "all", description="client-partition cuts every client, or one client's lane"
     )
     degrade: DegradeSpec = DegradeSpec()
+    corrupt_modes: tuple[Literal["bitflip", "truncate"], ...] = Field(
+        ("bitflip", "truncate"),
+        min_length=1,
+        description="what `corrupt` does, in turn: flip 8 bits, or cut the file, in the "
+        "last 64 KiB of the active segment",
+    )
 
     @model_validator(mode="after")
     def _known(self) -> NemesisSpec:

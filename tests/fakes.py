@@ -26,6 +26,8 @@ class FakeCluster:
     wiped: list[int] = field(default_factory=list)
     storage: str = "writeback"  # cluster.storage: plain brokers cannot lose unfsynced writes
     full: set[int] = field(default_factory=set)  # brokers whose disk is full
+    corrupted: list[int] = field(default_factory=list)
+    empty_segments: set[int] = field(default_factory=set)  # brokers with nothing to corrupt
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
 
@@ -140,6 +142,17 @@ class FakeCluster:
                     "process": "killed",
                 }
         return out
+
+    def corrupt_segment(
+        self, node: int, topic: str, partition: int, mode: str, seed: int
+    ) -> dict[str, object]:
+        self._verb("corrupt_segment", (node, mode))
+        if self.state[node] in ("running", "paused"):
+            raise RuntimeError(f"broker {node} is {self.state[node]}")
+        if node in self.empty_segments:
+            return {"error": f"broker {node} holds no segment of {topic}-{partition}"}
+        self.corrupted.append(node)
+        return {"file": f"{topic}-{partition}/00.log", "mode": mode, "offsets": [90, 99]}
 
     def fill_disk(self, node: int) -> None:
         self._verb("fill_disk", node)

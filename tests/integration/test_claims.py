@@ -226,7 +226,7 @@ def _counts(res: dict) -> dict[str, int]:
 
 
 # Presets the storage campaign runs (examples/campaigns/storage.yaml), not this one.
-ELSEWHERE = {"disk-full"}
+ELSEWHERE = {"disk-full", "power-loss-one", "corrupt", "last-replica"}
 
 
 def test_every_preset_has_an_expectation() -> None:

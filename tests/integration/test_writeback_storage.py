@@ -150,6 +150,25 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
         assert freed["refused_writes"] == final["refused_writes"]
         wait_until(lambda: third.node_id in isr(c), "the restarted broker rejoins the ISR")
 
+        # A corrupted tail on a follower, through the verbs the corrupt package acts
+        # by: one bit-flipped, then one cut, each read back from the file; the broker
+        # recovers from the damaged log and catches up.
+        for mode in ("bitflip", "truncate"):
+            acked += produce(c.bootstrap, 500)
+            lead = c.leader_of(TOPIC.name, 0)
+            j = next(k for k in c.brokers if k != lead)
+            c.kill_node(j)
+            got = c.corrupt_segment(j, TOPIC.name, 0, mode, 7)  # type: ignore[arg-type]
+            assert got["mode"] == mode and got["file"].startswith(f"{TOPIC.name}-0/")
+            first, last = got["offsets"]
+            assert 0 <= first <= last
+            if mode == "truncate":
+                assert got["size_after"] < got["size_before"]
+            else:
+                assert got["flipped_bits"] == 8 and got["size_after"] == got["size_before"]
+            c.start_node(j)
+            wait_until(lambda j=j: j in isr(c), f"the corrupted broker {j} rejoins the ISR")
+
         # No acknowledged record is missing (acks=all, at least two replicas each).
         assert set(acked) <= read_all(c.bootstrap)
     finally:

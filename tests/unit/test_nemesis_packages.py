@@ -178,6 +178,42 @@ def test_disk_full_on_plain_storage_completes_info_and_leaves_no_disk_full(tmp_p
     assert read_history(history.path).ops[-1].type == "info"
 
 
+def test_corrupt_kills_corrupts_and_starts_each_target_and_records_what_it_hit(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    cluster.empty_segments = {3}
+    assert nem.apply("corrupt").ok and nem.outstanding == () and cluster.whole
+    # Every target was down when its file was damaged, and runs again after.
+    verbs = [c[0] for c in cluster.calls]
+    assert verbs == ["kill_node"] * 3 + ["corrupt_segment"] * 3 + ["start_node"] * 3
+    got = read_history(history.path).ops
+    assert [(o.type, o.f) for o in got] == [("invoke", "corrupt"), ("ok", "corrupt")]
+    assert got[0].value["mode"] in ("bitflip", "truncate")
+    done = got[1].value
+    assert done["brokers"] == [1, 2] and cluster.corrupted == [1, 2]
+    assert done["corrupted"]["1"]["offsets"] == [90, 99]
+    assert "no segment" in done["not_corrupted"]["3"]
+
+
+def test_corrupt_with_nothing_to_corrupt_completes_info_and_leaves_every_broker_up(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    cluster.empty_segments = {1, 2, 3}
+    assert not nem.apply("corrupt").ok and cluster.whole
+    last = read_history(history.path).ops[-1]
+    assert last.type == "info" and "nothing corrupted" in (last.error or "")
+
+
+def test_corrupt_alternates_its_modes_by_the_pick() -> None:
+    pkg = build_package("corrupt", ALL, "trial")
+    modes = {next(iter(pkg.fault(FakeCluster(), pick))).value["mode"] for pick in range(4)}
+    assert modes == {"bitflip", "truncate"}
+    one = build_package("corrupt", ALL.model_copy(update={"corrupt_modes": ("truncate",)}), "t")
+    assert next(iter(one.fault(FakeCluster(), 1))).value["mode"] == "truncate"
+
+
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:
     cluster, nem, history = make(tmp_path, fail_verbs={"kill_node"})
     applied = nem.apply("kill-leader")
@@ -211,6 +247,38 @@ def test_unclean_failover_writes_its_steps_in_order(tmp_path: Path) -> None:
     assert applied.results[4]["leader"] != leader
     nem.heal()
     assert cluster.state[leader] == "running"
+
+
+def test_last_replica_power_loss_writes_its_steps_in_order_and_heals_the_leader(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path)
+    leader = cluster.leaders[0]
+    applied = nem.apply("last-replica-power-loss")
+    assert [f for t, f in ops(history) if t == "ok"] == [
+        "partition",
+        "await-isr-shrink",
+        "power-loss",
+        "heal",
+        "await-leader",
+    ]
+    assert applied.results[1] == {"isr": [leader]}
+    assert applied.results[2]["lost"] == {str(leader): {"files": 1, "bytes": 4096}}
+    assert not cluster.cuts and cluster.state[leader] == "exited"
+    # The fake elects any live broker: who leads is what the partition said.
+    assert applied.results[4]["old_leader"] == leader
+    assert applied.results[4]["elected"] is (applied.results[4]["leader"] != leader)
+    nem.heal()
+    assert cluster.whole
+
+
+def test_last_replica_power_loss_on_plain_storage_is_info_and_still_restores_the_links(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, storage="plain")
+    applied = nem.apply("last-replica-power-loss")
+    assert ("info", "power-loss") in ops(history) and ("ok", "heal") in ops(history)
+    assert applied.heal is None and cluster.whole
 
 
 def test_during_heals_when_the_block_raises(tmp_path: Path) -> None:

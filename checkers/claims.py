@@ -163,6 +163,20 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("lost-write",),
     ),
+    "clock-txn": Claim(
+        "clock-txn",
+        "a transaction coordinator's clock jump aborts transactions it thinks timed out, "
+        "and none is torn or read uncommitted",
+        "none",
+        ("aborted-read", "torn-txn"),
+    ),
+    "clock-retention": Claim(
+        "clock-retention",
+        "a leader's clock jump ahead does not delete acknowledged records before their "
+        "retention.ms has passed",
+        "none",
+        ("lost-write",),
+    ),
     "auto-commit": Claim(
         "C16",
         "auto-commit can lose messages for the application: offsets are committed before "

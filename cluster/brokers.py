@@ -13,6 +13,8 @@ from kafka_trial.cluster.toxiproxy import ToxiproxyClient
 from kafka_trial.contracts.errors import TrialError
 
 LAZYFS = "/opt/kafka/bin/kt-lazyfs"
+FAKETIME_FILE = "/run/kt-faketime"
+STROBE_FLAG = "/run/kt-strobe"  # a strobe runs while it exists
 # How long a crash or kill may take to end the container: the filesystem writes back
 # what a killed broker wrote (kill) before it unmounts.
 EXIT_WAIT_S = 60
@@ -26,6 +28,7 @@ class Broker:
     toxi: ToxiproxyClient
     client_ports: tuple[int, ...]  # host port of each client lane
     storage: str = "plain"  # cluster.storage: plain, or writeback (kt-lazyfs under the data)
+    clock: str = "real"  # cluster.clock: real, or faketime (libfaketime in the JVM)
 
     @property
     def client_port(self) -> int:
@@ -100,6 +103,48 @@ class Broker:
         if answer.get("process") == "killed":
             self._await_exit()
         return answer
+
+    def set_clock(self, offset_s: int) -> None:
+        """The broker JVM's wall clock offset from now on (libfaketime's file: written
+        whole, then renamed, so no call reads half of it)."""
+        self._clock_guard()
+        res = self.container.exec_run(
+            [
+                "bash",
+                "-c",
+                # A strobe writes within microseconds of its check of the flag.
+                f"rm -f {STROBE_FLAG}; sleep 0.1; "
+                f"echo '{offset_s:+d}' > {FAKETIME_FILE}.new && "
+                f"mv {FAKETIME_FILE}.new {FAKETIME_FILE}",
+            ]
+        )
+        if res.exit_code != 0:
+            raise TrialError(
+                f"setting broker {self.node_id}'s clock failed: {res.output.decode()[-200:]}",
+                "the broker's container must be running",
+            )
+
+    def _clock_guard(self) -> None:
+        if self.clock != "faketime":
+            raise TrialError(
+                f"broker {self.node_id} reads the real clock (cluster.clock {self.clock})",
+                "start the cluster with cluster.clock = faketime",
+            )
+
+    def strobe_clock(self, offset_s: int, period_ms: int, duration_s: float) -> None:
+        """Flip the JVM's clock between `offset_s` and true every `period_ms`, for
+        `duration_s` or until `set_clock` (which ends the strobe first)."""
+        self._clock_guard()
+        p = period_ms / 1000
+        f = FAKETIME_FILE
+        loop = (
+            f"touch {STROBE_FLAG}; end=$((SECONDS+{int(duration_s) + 1})); "
+            f"while [[ -e {STROBE_FLAG} ]] && ((SECONDS<end)); do "
+            f"echo '{offset_s:+d}' > {f}.s && mv {f}.s {f}; sleep {p}; "
+            f"[[ -e {STROBE_FLAG} ]] || break; "
+            f"echo '+0' > {f}.s && mv {f}.s {f}; sleep {p}; done"
+        )
+        self.container.exec_run(["bash", "-c", loop], detach=True)
 
     def fs_final_status(self) -> dict[str, Any] | None:
         """kt-lazyfs's last `status`, which it logs as it ends: what a broker that has

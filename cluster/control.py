@@ -77,6 +77,20 @@ class ClusterControl(Protocol):
         no data of that partition."""
         ...
 
+    # clocks (cluster.clock = faketime)
+    def set_clock(self, node: int, offset_s: int) -> dict[str, Any]:
+        """The node's broker reads its wall clock `offset_s` off from now on (0: true),
+        measured in its process: `asked_s`, `offset_s` (what Kafka stamps minus the
+        host's clock), `rtt_ms` (the measurement's round trip)."""
+        ...
+
+    def strobe_clock(
+        self, node: int, offset_s: int, period_ms: int, duration_s: float
+    ) -> dict[str, Any]:
+        """The node's wall clock flips between `offset_s` and true every `period_ms`
+        for `duration_s` (or until set_clock); sampled: `min_s` and `max_s` measured."""
+        ...
+
     # storage (cluster.storage = writeback)
     def lose_unfsynced(self, nodes: list[int]) -> dict[int, dict[str, Any]]:
         """A power failure of the nodes, together: each broker SIGKILLed and its files

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.clocks import ClockProbe
 from kafka_trial.cluster.control import (
     BOTH_STREAMS,
     ClusterControl,
@@ -38,6 +40,11 @@ from kafka_trial.contracts.log import log
 
 import docker
 
+# How long libfaketime keeps an offset it read (FAKETIME_CACHE_DURATION, entrypoint.sh).
+FAKETIME_CACHE_S = 1
+# Probes of a strobing clock: enough to see both of its values.
+STROBE_SAMPLES = 8
+
 
 @dataclass
 class Cluster:
@@ -52,6 +59,9 @@ class Cluster:
             self.client, self.spec, self.images, self.run_id, self.brokers
         )
         self.observe = Observer(self.brokers, self.spec.brokers, lambda: self.bootstrap)
+        self.clock_probe = ClockProbe(
+            list(range(1, self.spec.brokers + 1)), lambda: self.bootstrap, self.observe.admin
+        )
 
     @classmethod
     @contextlib.contextmanager
@@ -251,6 +261,16 @@ class Cluster:
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
             return dict(zip(nodes, pool.map(crash, nodes), strict=True))
 
+    def settle_storage(self) -> dict[str, int]:
+        """Write back what the write-back filesystems hold (kt-lazyfs `checkpoint`), on
+        every running broker: files and bytes written, summed."""
+        total = {"files": 0, "bytes": 0}
+        for b in self.brokers.values():
+            if b.storage == "writeback" and b.status() == "running":
+                got = b.fs("checkpoint")
+                total = {k: total[k] + int(got.get(k, 0)) for k in total}
+        return total
+
     def fill_disk(self, node: int) -> None:
         self.brokers[node].fs("enospc on")
 
@@ -267,9 +287,36 @@ class Cluster:
         b.start()
         return {k: final.get(k) for k in ("refused_writes", "refused_bytes")} | {"halted": True}
 
+    def set_clock(self, node: int, offset_s: int) -> dict[str, Any]:
+        self.brokers[node].set_clock(offset_s)
+        # libfaketime reads its file again within two of its cache periods: measure
+        # until the broker shows the offset, or say what it shows when that is over.
+        deadline = time.monotonic() + 2 * FAKETIME_CACHE_S + 3
+        while True:
+            got = self.clock_probe.offset(node)
+            if abs(got["offset_s"] - offset_s) < 0.5 or time.monotonic() > deadline:
+                return {"asked_s": offset_s, **got}
+            time.sleep(0.3)
+
+    def strobe_clock(
+        self, node: int, offset_s: int, period_ms: int, duration_s: float
+    ) -> dict[str, Any]:
+        self.brokers[node].strobe_clock(offset_s, period_ms, duration_s)
+        seen: list[float] = []
+        for _ in range(STROBE_SAMPLES):
+            seen.append(self.clock_probe.offset(node)["offset_s"])
+            time.sleep(period_ms / 1000 * 0.7)  # not in step with the strobe
+        return {
+            "asked_s": offset_s,
+            "period_ms": period_ms,
+            "min_s": min(seen),
+            "max_s": max(seen),
+            "samples": len(seen),
+        }
+
     def heal_all(self) -> None:
-        """Every proxy enabled, every toxic gone, every disk writable, every broker
-        running."""
+        """Every proxy enabled, every toxic gone, every disk writable, every clock
+        true, every broker running."""
         errors: list[str] = []
         for b in self.brokers.values():
             try:
@@ -281,6 +328,11 @@ class Cluster:
                     b.fs("enospc off")
                 except TrialError as e:
                     errors.append(f"broker {b.node_id}'s disk: {e.problem}")
+            if b.clock == "faketime" and b.status() == "running":
+                try:
+                    b.set_clock(0)
+                except TrialError as e:
+                    errors.append(f"broker {b.node_id}'s clock: {e.problem}")
             try:
                 b.start()
             except (APIError, NotFound) as e:

@@ -47,7 +47,8 @@ def _docker_dir() -> Path:
 CACHE = host.CACHE
 DEBIAN_MIRROR = os.environ.get("KAFKA_TRIAL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 JRE_SUITE = "bookworm"
-JRE_PACKAGES = ("openjdk-17-jre-headless",)
+# libfaketime: preloaded into a broker only with cluster.clock = faketime.
+JRE_PACKAGES = ("openjdk-17-jre-headless", "libfaketime")
 SLF4J_VERSION = "2.0.17"
 RESOLVE_TTL_S = 24 * 3600
 LABEL = "kafka-trial.image"

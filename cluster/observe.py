@@ -164,8 +164,13 @@ class Observer:
             "min.insync.replicas": str(topic.min_insync_replicas),
             "unclean.leader.election.enable": str(topic.unclean_leader_election).lower(),
         }
-        if topic.flush_messages is not None:
-            config["flush.messages"] = str(topic.flush_messages)
+        for key, value in (
+            ("flush.messages", topic.flush_messages),
+            ("retention.ms", topic.retention_ms),
+            ("segment.ms", topic.segment_ms),
+        ):
+            if value is not None:
+                config[key] = str(value)
         # librdkafka can drop a request in flight while it swaps its bootstrap
         # connections for the brokers it learned (_DESTROY_BROKER): that, and a
         # transport error, are retried; a repeat that finds the topic is success.

@@ -121,6 +121,8 @@ class Provisioner:
         }
         if self.spec.storage == "writeback":
             env["KT_STORAGE"] = "writeback"
+        if self.spec.clock == "faketime":
+            env["KT_CLOCK"] = "faketime"
         for key, value in self.spec.broker_config.items():
             name = key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
             env[f"KAFKA_{name}"] = value
@@ -205,7 +207,13 @@ class Provisioner:
                 **storage,
             )
             self.brokers[j] = Broker(
-                j, broker, sc, toxi, tuple(client_ports), storage=self.spec.storage
+                j,
+                broker,
+                sc,
+                toxi,
+                tuple(client_ports),
+                storage=self.spec.storage,
+                clock=self.spec.clock,
             )
 
     def _start_sidecar(self, j: int) -> Container:

@@ -56,6 +56,13 @@ class ClusterSpec(Frozen):
         "memory, so storage faults (lose-unfsynced, enospc) can act on it; the containers "
         "then get /dev/fuse and CAP_SYS_ADMIN",
     )
+    clock: Literal["real", "faketime"] = Field(
+        "real",
+        description="real: the brokers read the host's clock, as always. faketime: "
+        "libfaketime is preloaded into each broker's JVM, its wall clock offset by what "
+        "a file in the container says (0 until a clock fault changes it; the monotonic "
+        "clock is never faked), so clock faults can act on it",
+    )
     host_port_base: int | None = Field(
         None,
         ge=1024,
@@ -80,6 +87,11 @@ class ClusterSpec(Frozen):
                 "cluster.storage writeback needs kafka-trial's own Kafka image, which "
                 "carries kt-lazyfs: unset cluster.kafka_image"
             )
+        if self.clock == "faketime" and self.kafka_image:
+            raise ValueError(
+                "cluster.clock faketime needs kafka-trial's own Kafka image, which "
+                "carries libfaketime: unset cluster.kafka_image"
+            )
         return self
 
 
@@ -94,4 +106,16 @@ class TopicSpec(Frozen):
         ge=1,
         description="the topic's flush.messages: its replicas fsync every this many "
         "records (1: each one before it is acknowledged); unset, Kafka's default, never",
+    )
+    retention_ms: int | None = Field(
+        None,
+        ge=1,
+        description="the topic's retention.ms: a closed segment whose newest record is "
+        "older than this, by the leader's clock, is deleted; unset, Kafka's default (7 days)",
+    )
+    segment_ms: int | None = Field(
+        None,
+        ge=1,
+        description="the topic's segment.ms: the active segment rolls once it is this old; "
+        "unset, Kafka's default (7 days)",
     )

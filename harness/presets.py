@@ -415,6 +415,52 @@ PRESETS: dict[str, dict[str, Any]] = {
         "nemesis": {"faults": ["last-replica-power-loss"], "fault_s": 20, "quiet_s": 10},
         "check": {"allowed": []},
     },
+    # A transaction coordinator whose wall clock jumps (one coordinator: one
+    # __transaction_state partition): +120 s puts every open transaction past its
+    # 60 s timeout, and the coordinator aborts them and fences their producers; the
+    # jump back puts their start in the future. Aborted, never torn or read.
+    "clock-txn": {
+        "name": "clock-txn",
+        "cluster": {
+            "clock": "faketime",
+            "broker_config": {"transaction.state.log.num.partitions": "1"},
+        },
+        "producer": {"transactional": True, "abort_fraction": 0.2, "txn_partitions": 3},
+        "consumer": {"workers": 1, "isolation_level": "read_committed"},
+        "nemesis": {
+            "faults": ["clock"],
+            "targets": ["txn-coordinator"],
+            "clock": {"offsets_s": [120, -120]},
+            "fault_s": 8,
+            "quiet_s": 8,
+        },
+        "check": {"allowed": []},
+    },
+    # A partition leader whose wall clock jumps an hour ahead, under time-based
+    # retention of 10 minutes: by its clock every closed segment (one rolls every
+    # 5 s) is old enough to delete, and the followers follow its log start offset.
+    "clock-retention": {
+        "name": "clock-retention",
+        "cluster": {
+            "clock": "faketime",
+            "broker_config": {"log.retention.check.interval.ms": "2000"},
+        },
+        "topic": {
+            "replication_factor": 3,
+            "min_insync_replicas": 2,
+            "retention_ms": 600000,
+            "segment_ms": 5000,
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {
+            "faults": ["clock"],
+            "targets": ["leader"],
+            "clock": {"offsets_s": [3600]},
+            "fault_s": 8,
+            "quiet_s": 12,
+        },
+        "check": {"allowed": []},
+    },
 }
 
 
@@ -514,6 +560,15 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
     "disk-full": (
         "acks=all, idempotence, RF 3, min.isr 2; brokers on kt-lazyfs",
         "disk-full on the leader or a random broker, 5 s full and 10 s free",
+    ),
+    "clock-txn": (
+        "transactions over 3 partitions, 20% aborted, 60 s transaction timeout; one "
+        "transaction coordinator; brokers on libfaketime (cluster.clock faketime)",
+        "clock: the coordinator's wall clock +120 s, then -120 s, 8 s each",
+    ),
+    "clock-retention": (
+        "acks=all, idempotence; retention.ms 10 min, segment.ms 5 s; brokers on libfaketime",
+        "clock: the leader's wall clock +1 h for 8 s",
     ),
     "power-loss-one": (
         "acks=all, idempotence, RF 3, min.isr 2; brokers on kt-lazyfs",

@@ -58,6 +58,12 @@ class RunSpec(Frozen):
                 "filesystem, which cluster.storage=plain has not; set cluster.storage: "
                 "writeback"
             )
+        on_faketime = [f for f in self.nemesis.faults if PACKAGES[f].clock == "faketime"]
+        if on_faketime and self.cluster.clock != "faketime":
+            raise ValueError(
+                f"nemesis.faults {', '.join(on_faketime)} act on the brokers' clocks, which "
+                "cluster.clock=real leaves to the host; set cluster.clock: faketime"
+            )
         if self.nemesis.target_partition >= self.topic.partitions:
             raise ValueError("nemesis.target_partition must be below topic.partitions")
         shortest = min_duration_s(self.nemesis)

@@ -18,6 +18,9 @@ class PackageInfo:
     # The brokers' storage the fault acts on: "writeback" needs kt-lazyfs under the
     # data directory (cluster.storage), which a plain volume has not.
     storage: str = "plain"
+    # The brokers' clock the fault acts on: "faketime" needs libfaketime in the JVM
+    # (cluster.clock), which a real clock has not.
+    clock: str = "real"
 
 
 _INFOS = (
@@ -75,6 +78,14 @@ _INFOS = (
         "segment of `nemesis.target_partition` (`nemesis.corrupt_modes`), start them",
         "(the restart is the heal; the broker recovers from the damaged log)",
     ),
+    PackageInfo(
+        "clock",
+        "offset the targeted brokers' wall clocks by `nemesis.clock.offsets_s` in turn, "
+        "or strobe them between that and true (`nemesis.clock.strobe_ms`); needs "
+        "`cluster.clock: faketime`",
+        "the true clock again",
+        clock="faketime",
+    ),
     PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
     PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
     PackageInfo(
@@ -95,7 +106,16 @@ _INFOS = (
 
 PACKAGES: dict[str, PackageInfo] = {p.name: p for p in _INFOS}
 
-ROLES = ("random", "leader", "followers", "controller", "minority", "majority", "all")
+ROLES = (
+    "random",
+    "leader",
+    "followers",
+    "controller",
+    "txn-coordinator",
+    "minority",
+    "majority",
+    "all",
+)
 
 TOPOLOGIES = (
     "isolate-random",
@@ -132,9 +152,12 @@ FAULT_OPS: dict[str, str | None] = {
     "corrupt": None,
     "power-loss": "start",
     "disk-full": "disk-free",
+    "clock": "clock-reset",
     "elect-unclean": None,
 }
-HEAL_OPS = frozenset({"start", "resume", "heal", "client-heal", "restore", "disk-free", "heal-all"})
+HEAL_OPS = frozenset(
+    {"start", "resume", "heal", "client-heal", "restore", "disk-free", "clock-reset", "heal-all"}
+)
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
 
 

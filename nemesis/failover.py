@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from kafka_trial.cluster.control import ClusterControl, LinkId, PartitionState
-from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, wait_until
+from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Step, Undo, wait_until
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,9 @@ class LastReplicaStanding:
        the leader alone; clients keep writing;
     2. power-loss of the leader (kt-lazyfs drops what it had not fsynced);
     3. restore the followers' links;
-    4. wait up to `hold_s` for a leader, and record who leads (none: the partition
-       waits for its last ISR member). Unclean election stays as the topic sets it.
+    4. wait up to `hold_s` for another replica to lead, and record who leads then
+       (none, or the dead leader: the partition waits for its last ISR member).
+       Unclean election stays as the topic sets it.
     The heal starts the old leader. Without Eligible Leader Replicas (Kafka 3.9) only
     that leader may lead again, on what it fsynced; with them (4.x) a follower that
     left the ISR below min.insync.replicas is eligible.
@@ -133,6 +134,7 @@ class LastReplicaStanding:
             if "error" in answer:
                 raise RuntimeError(f"the leader did not lose power: {answer['error']}")
             lost = {k: answer.get(k, 0) for k in ("files", "bytes")}
+            lost["paths"] = answer.get("paths", [])[:LOST_PATHS]
             heal = Heal("start", {"brokers": [leader]}, {}, (Undo("start", node=leader),))
             return Done({"brokers": [leader], "lost": {str(leader): lost}}, heal)
 
@@ -152,17 +154,24 @@ class LastReplicaStanding:
                 except KafkaException:
                     return None
 
-            wait_until(lambda: (st := state()) is not None and st.leader is not None, self.hold_s)
+            # The dead leader is named until the controller fences it (its session
+            # times out): wait for another, and say how long it took, or that none came.
+            t0 = time.monotonic()
+            wait_until(
+                lambda: (st := state()) is not None and st.leader not in (None, leader), self.hold_s
+            )
             st = state()
             got = st.leader if st else None
-            return Done(
-                {
-                    "leader": got,
-                    "isr": list(st.isr) if st else None,
-                    "old_leader": leader,
-                    "elected": got is not None and got != leader,
-                }
-            )
+            elected = got is not None and got != leader
+            result: dict[str, Any] = {
+                "leader": got,
+                "isr": list(st.isr) if st else None,
+                "old_leader": leader,
+                "elected": elected,
+            }
+            if elected:
+                result["elected_after_s"] = round(time.monotonic() - t0, 1)
+            return Done(result)
 
         yield Step("await-leader", tp, await_leader, needed=False)
 

@@ -21,7 +21,7 @@ from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
 from kafka_trial.nemesis.settings import NemesisSpec
-from kafka_trial.nemesis.steps import Done, Heal, Package, Step, Undo
+from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo
 from kafka_trial.nemesis.targets import resolve
 
 _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node"}
@@ -96,11 +96,6 @@ class WipeData:
             return Done({"brokers": targets})
 
         yield Step("wipe", _aimed(role, self.topic, self.partition), act)
-
-
-# Files a power-loss op names per broker, of those it dropped data of (a broker
-# holds a few per partition: segment, indexes, checkpoints).
-LOST_PATHS = 12
 
 
 @dataclass(frozen=True)
@@ -232,6 +227,62 @@ class Corrupt:
 
         value = {**_aimed(role, self.topic, self.partition), "mode": mode}
         yield Step("corrupt", value, act)
+
+
+# A clock fault that measures less than this of what it asked did not take effect.
+CLOCK_TOLERANCE_S = 2.0
+
+
+@dataclass(frozen=True)
+class ClockFault:
+    """The targeted brokers' wall clocks off, as their JVMs read them (libfaketime):
+    bumped by an offset (the offsets in turn, by the schedule's pick) until the heal,
+    or strobed between it and true for `duration_s`. The monotonic clock stays true.
+
+    The completion gives, per broker, the offset measured in the broker's process
+    (a LogAppendTime stamp, cluster/clocks.py); a broker whose measured clock is not
+    within CLOCK_TOLERANCE_S of what was asked is named as missed, and if none took
+    it the op completes `info`. The heal sets each clock true and measures it."""
+
+    topic: str
+    partition: int
+    roles: tuple[str, ...]
+    offsets_s: tuple[int, ...]
+    strobe_ms: int
+    duration_s: float
+    name: str = "clock"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        role = self.roles[pick % len(self.roles)]
+        offset = self.offsets_s[pick % len(self.offsets_s)]
+
+        def act() -> Done:
+            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            took: dict[str, Any] = {}
+            missed: dict[str, Any] = {}
+            for b in targets:
+                if self.strobe_ms:
+                    got = ctl.strobe_clock(b, offset, self.strobe_ms, self.duration_s)
+                    ok = abs(got["max_s" if offset > 0 else "min_s"] - offset) <= CLOCK_TOLERANCE_S
+                else:
+                    got = ctl.set_clock(b, offset)
+                    ok = abs(got["offset_s"] - offset) <= CLOCK_TOLERANCE_S
+                (took if ok else missed)[str(b)] = got
+            if not took:
+                for b in targets:  # whatever part of it they did take
+                    ctl.set_clock(b, 0)
+                raise RuntimeError(f"no broker's clock took the offset: {missed}")
+            # The heal sets every target true, a missed one too: it may show it later.
+            heal = _per_broker("clock-reset", "reset-clock", targets)
+            result: dict[str, Any] = {"brokers": sorted(int(b) for b in took), "clock": took}
+            if missed:
+                result["missed"] = missed
+            return Done(result, heal)
+
+        value = {**_aimed(role, self.topic, self.partition), "offset_s": offset}
+        if self.strobe_ms:
+            value["strobe_ms"] = self.strobe_ms
+        yield Step("clock", value, act)
 
 
 def _uncut_pairs(pairs: list[tuple[int, int]]) -> tuple[Undo, ...]:
@@ -407,6 +458,9 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),
     "power-loss": lambda n, t: PowerLoss(t, n.target_partition, n.targets),
     "disk-full": lambda n, t: DiskFull(t, n.target_partition, n.targets),
+    "clock": lambda n, t: ClockFault(
+        t, n.target_partition, n.targets, n.clock.offsets_s, n.clock.strobe_ms, n.fault_s
+    ),
     "corrupt": lambda n, t: Corrupt(t, n.target_partition, n.targets, n.corrupt_modes),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
     "last-replica-power-loss": lambda n, t: LastReplicaStanding(t, n.target_partition, n.fault_s),

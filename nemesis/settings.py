@@ -27,6 +27,15 @@ class DegradeSpec(Frozen):
         return self
 
 
+class ClockSpec(Frozen):
+    """What `clock` does to a broker's wall clock: a bump by each offset in turn, held
+    until the heal, or with `strobe_ms` a flip between the offset and true every
+    `strobe_ms`, for the fault's duration."""
+
+    offsets_s: tuple[int, ...] = Field((120, -120), min_length=1)
+    strobe_ms: int = Field(0, ge=0, description="0: a bump; else the strobe's period")
+
+
 class NemesisSpec(Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
     fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
@@ -41,6 +50,7 @@ class NemesisSpec(Frozen):
         "all", description="client-partition cuts every client, or one client's lane"
     )
     degrade: DegradeSpec = DegradeSpec()
+    clock: ClockSpec = ClockSpec()
     corrupt_modes: tuple[Literal["bitflip", "truncate"], ...] = Field(
         ("bitflip", "truncate"),
         min_length=1,

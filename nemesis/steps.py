@@ -10,12 +10,16 @@ from typing import Any, Literal, Protocol
 
 from kafka_trial.cluster.control import ClusterControl, LinkId
 
+# Files a power-loss op names per broker, of those it dropped data of (a broker
+# holds a few per partition: segment, indexes, checkpoints).
+LOST_PATHS = 12
+
 
 @dataclass(frozen=True)
 class Undo:
     """One action that takes back part of a fault."""
 
-    verb: Literal["start", "resume", "uncut", "remove-toxic", "free-disk"]
+    verb: Literal["start", "resume", "uncut", "remove-toxic", "free-disk", "reset-clock"]
     node: int | None = None
     link: LinkId | None = None
     toxic: str | None = None
@@ -59,8 +63,10 @@ class Package(Protocol):
 
 def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     """Carry out the actions; what they found, for the heal's completion (`freed`:
-    per node, what a full disk refused)."""
+    per node, what a full disk refused; `clock`: per node, the offset measured after
+    the reset)."""
     freed: dict[str, Any] = {}
+    clock: dict[str, Any] = {}
     for u in undo:
         if u.verb == "start" and u.node is not None:
             ctl.start_node(u.node)
@@ -72,9 +78,11 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             ctl.remove_toxic(u.link, u.toxic)
         elif u.verb == "free-disk" and u.node is not None:
             freed[str(u.node)] = ctl.free_disk(u.node)
+        elif u.verb == "reset-clock" and u.node is not None:
+            clock[str(u.node)] = ctl.set_clock(u.node, 0)
         else:
             raise ValueError(f"malformed undo action {u}")
-    return {"freed": freed} if freed else {}
+    return ({"freed": freed} if freed else {}) | ({"clock": clock} if clock else {})
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:

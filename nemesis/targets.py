@@ -12,6 +12,8 @@ import random
 from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.nemesis.catalog import ROLES
 
+TXN_STATE = "__transaction_state"
+
 
 class NoTarget(RuntimeError):
     pass
@@ -34,6 +36,13 @@ def resolve(role: str, cluster: ClusterControl, topic: str, partition: int, pick
         if c is None:
             raise NoTarget("no active KRaft controller known")
         return [c]
+    if role == "txn-coordinator":
+        # The brokers that lead __transaction_state partitions coordinate transactions
+        # (one, with transaction.state.log.num.partitions=1).
+        leaders = {s.leader for s in cluster.partitions(TXN_STATE).values()} - {None}
+        if not leaders:
+            raise NoTarget(f"no leader known for {TXN_STATE} (no transaction yet?)")
+        return sorted(leaders)  # type: ignore[arg-type]
     st = cluster.partitions(topic).get(partition)
     if st is None or st.leader is None:
         raise NoTarget(f"no leader known for {topic}/{partition}")

@@ -22,6 +22,7 @@ from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES, NEED_WORDS,
 from kafka_trial.checkers.claims import CLAIMS, Claim
 from kafka_trial.checkers.results import AnomalyResult, Results
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.nemesis.effects import effect
 from kafka_trial.report import charts
 from kafka_trial.report import svg_plots as sp
 from kafka_trial.report.faults import Fault, faults
@@ -476,8 +477,23 @@ def _fact_rows(inp: Inputs) -> list[list[Any]]:
     return rows
 
 
+def _fault_effects(inp: Inputs) -> str:
+    """Each nemesis op that did something its label does not say, as its completion
+    records it (the nemesis package's own reading, nemesis/effects.py)."""
+    rows = []
+    for o in (inp.data or {}).get("nemesis", []):
+        if o.get("type") not in ("ok", "info"):
+            continue
+        said = effect(o.get("f") or "", o["type"], o.get("value"), o.get("error"))
+        if said:
+            rows.append([f"{o['time'] / 1e9:.1f}", o.get("f"), o["type"], said])
+    if not rows:
+        return ""
+    return "<h3>What the faults did</h3>" + _table(["s", "op", "type", "effect"], rows)
+
+
 def facts_section(inp: Inputs) -> str:
-    out = [_table(["fact", "value"], _fact_rows(inp))]
+    out = [_table(["fact", "value"], _fact_rows(inp)), _fault_effects(inp)]
     logs = sorted((inp.run_dir / "logs").glob("*.log")) if (inp.run_dir / "logs").is_dir() else []
     extra = [p for p in (inp.run_dir / "clients.log",) if p.is_file()]
     if logs or extra:

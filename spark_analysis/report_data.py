@@ -61,9 +61,16 @@ def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
             value = json.loads(r["value"]) if r["value"] is not None else None
         except ValueError:
             value = r["value"]
-        out.append(
-            {"index": r["index"], "time": r["time"], "type": r["type"], "f": r["f"], "value": value}
-        )
+        op = {
+            "index": r["index"],
+            "time": r["time"],
+            "type": r["type"],
+            "f": r["f"],
+            "value": value,
+        }
+        if r["error"] is not None:  # why a fault did not take effect
+            op["error"] = r["error"]
+        out.append(op)
     return out
 
 

@@ -27,6 +27,9 @@ class FakeCluster:
     storage: str = "writeback"  # cluster.storage: plain brokers cannot lose unfsynced writes
     full: set[int] = field(default_factory=set)  # brokers whose disk is full
     corrupted: list[int] = field(default_factory=list)
+    clock: str = "faketime"  # cluster.clock: real brokers cannot have their clocks set
+    clocks: dict[int, int] = field(default_factory=dict)  # node -> offset (0: absent)
+    clock_ignored: set[int] = field(default_factory=set)  # nodes whose clock shows no offset
     empty_segments: set[int] = field(default_factory=set)  # brokers with nothing to corrupt
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
@@ -82,6 +85,7 @@ class FakeCluster:
         return (
             not self.cuts
             and not self.full
+            and not self.clocks
             and not any(self.toxics.values())
             and self.await_in_sync(self.topic, 0)
             and len(self._live()) == self.brokers
@@ -154,6 +158,24 @@ class FakeCluster:
         self.corrupted.append(node)
         return {"file": f"{topic}-{partition}/00.log", "mode": mode, "offsets": [90, 99]}
 
+    def set_clock(self, node: int, offset_s: int) -> dict[str, object]:
+        self._verb("set_clock", (node, offset_s))
+        if self.clock != "faketime":
+            raise RuntimeError(f"broker {node} reads the real clock")
+        self.clocks[node] = offset_s
+        if not offset_s:
+            self.clocks.pop(node)
+        took = 0 if node in self.clock_ignored else offset_s
+        return {"asked_s": offset_s, "offset_s": took + 0.004, "rtt_ms": 3.0}
+
+    def strobe_clock(
+        self, node: int, offset_s: int, period_ms: int, duration_s: float
+    ) -> dict[str, object]:
+        self._verb("strobe_clock", (node, offset_s))
+        self.clocks[node] = offset_s
+        lo, hi = sorted((0, offset_s))
+        return {"asked_s": offset_s, "period_ms": period_ms, "min_s": lo, "max_s": hi}
+
     def fill_disk(self, node: int) -> None:
         self._verb("fill_disk", node)
         if self.storage != "writeback":
@@ -200,5 +222,6 @@ class FakeCluster:
         self.cuts.clear()
         self.toxics.clear()
         self.full.clear()
+        self.clocks.clear()
         for n in self.node_ids:
             self.state[n] = "running"

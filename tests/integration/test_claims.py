@@ -226,7 +226,14 @@ def _counts(res: dict) -> dict[str, int]:
 
 
 # Presets the storage campaign runs (examples/campaigns/storage.yaml), not this one.
-ELSEWHERE = {"disk-full", "power-loss-one", "corrupt", "last-replica"}
+ELSEWHERE = {
+    "disk-full",
+    "power-loss-one",
+    "corrupt",
+    "last-replica",
+    "clock-txn",
+    "clock-retention",
+}
 
 
 def test_every_preset_has_an_expectation() -> None:

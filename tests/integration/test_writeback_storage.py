@@ -1,7 +1,9 @@
 """Brokers on kt-lazyfs (cluster.storage = writeback): a crash that loses the page
 cache records what it dropped, and the broker restarts and recovers from what was
 fsynced; a kill keeps what the broker wrote; a full disk refuses writes, says how
-many, and the broker that hit it halts and comes back. Real brokers, real FUSE."""
+many, and the broker that hit it halts and comes back; a corrupted segment tail is
+recovered from. The same brokers run with libfaketime (cluster.clock = faketime), so
+their clocks are set, strobed and measured in their JVMs. Real brokers, real FUSE."""
 
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ def read_all(bootstrap: str) -> set[bytes]:
 def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
     engine: docker.DockerClient, images: Images, tmp_path_factory
 ) -> None:
-    c = Cluster(engine, ClusterSpec(storage="writeback"), images)
+    c = Cluster(engine, ClusterSpec(storage="writeback", clock="faketime"), images)
     try:
         c.start()
         c.await_registered(c.spec.startup_timeout_s)
@@ -104,6 +106,10 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
             assert "/var/lib/kafka/data fuse.kt-lazyfs" in mounts
             host = b.container.attrs["HostConfig"]
             assert host["CapAdd"] == ["SYS_ADMIN"] and not host["Privileged"]
+
+        # What the run starts on is on disk (the runner settles storage before a run).
+        assert c.settle_storage()["files"] > 0
+        assert all(b.fs("status")["dirty_bytes"] == 0 for b in c.brokers.values())
 
         acked = produce(c.bootstrap, N)
         leader = c.leader_of(TOPIC.name, 0)
@@ -168,6 +174,25 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
                 assert got["flipped_bits"] == 8 and got["size_after"] == got["size_before"]
             c.start_node(j)
             wait_until(lambda j=j: j in isr(c), f"the corrupted broker {j} rejoins the ISR")
+
+        # Clocks, measured in the brokers' JVMs (a LogAppendTime stamp): a bump holds,
+        # and survives a restart as a host's skew would; a strobe shows both values;
+        # heal-all sets every clock true. The monotonic clock stays real: the broker
+        # keeps its quorum and its ISR through all of it.
+        bumped = c.set_clock(1, 120)
+        assert abs(bumped["offset_s"] - 120) < 1 and bumped["asked_s"] == 120
+        assert abs(c.set_clock(2, -300)["offset_s"] + 300) < 1
+        assert abs(c.clock_probe.offset(3)["offset_s"]) < 1  # the others untouched
+        strobe = c.strobe_clock(3, 60, 200, 3)
+        assert strobe["min_s"] < 1 and strobe["max_s"] > 59
+        acked += produce(c.bootstrap, 300)
+        c.kill_node(1)
+        c.start_node(1)
+        assert abs(c.clock_probe.offset(1, timeout_s=90)["offset_s"] - 120) < 1
+        wait_until(lambda: set(isr(c)) == {1, 2, 3}, "every broker is in sync again")
+        c.heal_all()
+        time.sleep(2.5)  # libfaketime reads its file again within two seconds
+        assert all(abs(c.clock_probe.offset(j)["offset_s"]) < 1 for j in (1, 2, 3))
 
         # No acknowledged record is missing (acks=all, at least two replicas each).
         assert set(acked) <= read_all(c.bootstrap)

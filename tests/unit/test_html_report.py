@@ -22,11 +22,18 @@ from tests.results import made_results
 _LOADS = re.compile(r"""(?:src|href|action|url\()\s*=?\s*["']?\s*(?:https?:)?//""", re.I)
 
 
-def lossy(run_dir: Path, lose: bool = True) -> Path:
+def lossy(run_dir: Path, lose: bool = True, storage: bool = False) -> Path:
     """Value 11 acknowledged at partition 0 offset 1 while broker 1 is killed; with
-    `lose`, no read returns it although reads and the drain pass offset 1."""
+    `lose`, no read returns it although reads and the drain pass offset 1. With
+    `storage`, a power loss and a corruption that did not take effect come first."""
     b = Builder(run_dir)
     b.sends(0, [(10, 0, 0, "ok")])
+    if storage:
+        lost = {"2": {"files": 3, "bytes": 1832663, "paths": ["trial-0/0.log"]}}
+        b.nemesis("power-loss", {"target": "all", "brokers": [2], "lost": lost})
+        b.nemesis("start", {"brokers": [2]})
+        b.h.invoke("nemesis", "corrupt", {"target": "leader", "mode": "bitflip"})
+        b.h.complete("info", "nemesis", "corrupt", None, "nothing corrupted: {'1': 'empty'}")
     b.nemesis("kill", {"target": "leader", "brokers": [1]})
     time.sleep(0.05)  # the fault band has a width
     b.sends(0, [(11, 0, 1, "ok"), (12, 0, 2, "ok")])
@@ -62,10 +69,14 @@ def test_a_lost_write_is_explained_with_its_witness_and_the_fault(spark, tmp_pat
 
 
 def test_the_clean_twin_has_no_witness(spark, tmp_path: Path) -> None:
-    run = lossy(tmp_path / "clean", lose=False)
+    run = lossy(tmp_path / "clean", lose=False, storage=True)
     res = analyze(run, report=True)
     assert res["valid"] is True
     html = write_report(run).read_text()
+    # What each fault did, as its completion records it, and why one did nothing.
+    did = html[html.index("What the faults did") :]
+    assert "broker 2: lost 3 files, 1.8 MB never fsynced" in did
+    assert "did not take effect, or not known to: nothing corrupted" in did
     assert 'id="a-lost-write"' not in html
     assert 'class="witness"' not in html and 'class="witness-marker"' not in html
     assert "No anomaly was found" in html

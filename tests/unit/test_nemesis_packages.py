@@ -214,6 +214,54 @@ def test_corrupt_alternates_its_modes_by_the_pick() -> None:
     assert next(iter(one.fault(FakeCluster(), 1))).value["mode"] == "truncate"
 
 
+def test_clock_bump_records_the_offset_measured_and_its_heal_sets_the_clock_true(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    cluster.clock_ignored = {3}
+    assert nem.apply("clock", pick=1).ok and cluster.clocks == {1: -120, 2: -120, 3: -120}
+    nem.heal("clock")
+    assert cluster.whole
+    got = fault_then_heal(history, "clock", "clock-reset")
+    assert got[0].value["offset_s"] == -120  # the offsets in turn, by the pick
+    done = got[1].value
+    assert done["brokers"] == [1, 2] and done["clock"]["1"]["offset_s"] == -119.996
+    assert done["missed"]["3"]["offset_s"] == 0.004  # measured, not what was asked
+    assert set(got[3].value["clock"]) == {"1", "2", "3"}  # every target set true
+
+
+def test_a_clock_no_broker_took_completes_info_and_is_set_true(tmp_path: Path) -> None:
+    cluster, nem, history = make(tmp_path, ALL)
+    cluster.clock_ignored = {1, 2, 3}
+    applied = nem.apply("clock")
+    assert not applied.ok and applied.heal is None and cluster.whole
+    last = read_history(history.path).ops[-1]
+    assert last.type == "info" and "no broker's clock took" in (last.error or "")
+
+
+def test_a_clock_fault_on_real_clocks_completes_info(tmp_path: Path) -> None:
+    cluster, nem, history = make(tmp_path, ALL, clock="real")
+    assert not nem.apply("clock").ok and cluster.whole
+    assert read_history(history.path).ops[-1].type == "info"
+
+
+def test_clock_strobe_is_judged_by_the_extreme_it_reached(tmp_path: Path) -> None:
+    spec = ALL.model_copy(update={"clock": ALL.clock.model_copy(update={"strobe_ms": 200})})
+    cluster, nem, history = make(tmp_path, spec)
+    assert nem.apply("clock", pick=1).ok
+    got = read_history(history.path).ops
+    assert got[0].value["strobe_ms"] == 200 and got[1].value["clock"]["1"]["min_s"] == -120
+    nem.heal("clock")
+    assert cluster.whole
+
+
+def test_the_txn_coordinator_role_is_the_leader_of_transaction_state() -> None:
+    cluster = FakeCluster(topic="__transaction_state", n_partitions=1)
+    assert resolve("txn-coordinator", cluster, "trial", 0, 0) == [cluster.leaders[0]]
+    with pytest.raises(RuntimeError, match="no leader known for __transaction_state"):
+        resolve("txn-coordinator", FakeCluster(), "trial", 0, 0)
+
+
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:
     cluster, nem, history = make(tmp_path, fail_verbs={"kill_node"})
     applied = nem.apply("kill-leader")
@@ -263,7 +311,8 @@ def test_last_replica_power_loss_writes_its_steps_in_order_and_heals_the_leader(
         "await-leader",
     ]
     assert applied.results[1] == {"isr": [leader]}
-    assert applied.results[2]["lost"] == {str(leader): {"files": 1, "bytes": 4096}}
+    lost = {"files": 1, "bytes": 4096, "paths": ["trial-0/00.log"]}
+    assert applied.results[2]["lost"] == {str(leader): lost}
     assert not cluster.cuts and cluster.state[leader] == "exited"
     # The fake elects any live broker: who leads is what the partition said.
     assert applied.results[4]["old_leader"] == leader

@@ -4,6 +4,7 @@ Kafka's v2 batch layout."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -30,7 +31,7 @@ def test_batches_give_each_batch_its_bytes_and_offsets() -> None:
     got = batches(data)
     assert [(b.base, b.last) for b in got] == [(0, 9), (10, 19), (20, 29)]
     assert got[0].pos == 0 and got[-1].end == len(data)
-    assert all(a.end == b.pos for a, b in zip(got, got[1:]))
+    assert all(a.end == b.pos for a, b in itertools.pairwise(got))
 
 
 def test_a_torn_last_batch_is_not_a_batch() -> None:
@@ -61,9 +62,9 @@ def test_bitflip_flips_exactly_its_bits_in_the_tail_and_names_their_batches() ->
     c = plan(data, "bitflip", 3)
     assert c is not None and len(c.flips) == FLIPS and c.size_after == len(data)
     out = c.apply(data)
-    diff = sum(bin(a ^ b).count("1") for a, b in zip(data, out))
+    diff = sum(bin(a ^ b).count("1") for a, b in zip(data, out, strict=True))
     assert diff == FLIPS and len(out) == len(data)
-    changed = [i for i, (a, b) in enumerate(zip(data, out)) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(data, out, strict=True)) if a != b]
     assert changed[0] == c.first_byte >= len(data) - TAIL_BYTES and changed[-1] == c.last_byte
     held = [b for b in batches(data) if any(b.pos <= i < b.end for i in changed)]
     assert c.offsets == (held[0].base, held[-1].last)

@@ -1,0 +1,75 @@
+"""What a recorded nemesis op verifiably did, in one line, from its completion: the
+packages that write those completions own how to read them, so the report asks here
+and says nothing of its own about any fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _mb(n: Any) -> str:
+    n = int(n or 0)
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} B"
+
+
+def _per_broker(v: dict[str, Any], key: str, say: Any) -> str:
+    got = v.get(key)
+    if not isinstance(got, dict) or not got:
+        return ""
+    return "; ".join(f"broker {b}: {say(x)}" for b, x in sorted(got.items()))
+
+
+def _lost(x: dict[str, Any]) -> str:
+    return f"lost {x.get('files', 0)} files, {_mb(x.get('bytes'))} never fsynced"
+
+
+def _corrupted(x: dict[str, Any]) -> str:
+    first, last = (x.get("bytes") or [None, None])[:2]
+    offsets = x.get("offsets")
+    at = f"offsets {offsets[0]}-{offsets[1]}" if offsets else "no whole batch"
+    if x.get("mode") == "truncate":
+        what = f"cut from byte {first} ({x.get('size_before')} -> {x.get('size_after')} B)"
+    else:
+        what = f"{x.get('flipped_bits')} bits flipped in bytes {first}-{last}"
+    return f"{x.get('file')}: {what}, {at}"
+
+
+def _clock(x: dict[str, Any]) -> str:
+    if "min_s" in x:
+        return f"strobed, measured {x['min_s']:+.1f} s to {x['max_s']:+.1f} s"
+    return f"measured {x.get('offset_s', 0):+.3f} s (asked {x.get('asked_s', 0):+d} s)"
+
+
+def _freed(x: dict[str, Any]) -> str:
+    halted = ", had halted (started again)" if x.get("halted") else ""
+    return f"{x.get('refused_writes')} writes ({_mb(x.get('refused_bytes'))}) refused{halted}"
+
+
+def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
+    """One line on what the op did; '' when its completion says nothing more than
+    its target (the report's fault label has that)."""
+    if type_ == "info":
+        return f"did not take effect, or not known to: {error or 'no reason recorded'}"
+    v = value if isinstance(value, dict) else {}
+    parts = [
+        _per_broker(v, "lost", _lost),
+        _per_broker(v, "corrupted", _corrupted),
+        _per_broker(v, "clock", _clock),
+        _per_broker(v, "freed", _freed),
+    ]
+    for key, why in (("not_crashed", "not crashed"), ("not_corrupted", "not corrupted")):
+        if isinstance(v.get(key), dict):
+            parts += [f"broker {b} {why}: {r}" for b, r in sorted(v[key].items())]
+    if isinstance(v.get("missed"), dict):
+        parts += [f"broker {b}'s clock did not show it" for b in sorted(v["missed"])]
+    if f == "await-leader":
+        if v.get("elected"):
+            parts.append(
+                f"leader {v.get('leader')} elected {v.get('elected_after_s')} s after "
+                f"the old leader {v.get('old_leader')} went"
+            )
+        else:
+            parts.append(f"no other leader (leader {v.get('leader')}, ISR {v.get('isr')})")
+    if f == "await-isr-shrink" and "isr" in v:
+        parts.append(f"ISR {v['isr']}")
+    return "; ".join(p for p in parts if p)

@@ -172,9 +172,10 @@ CLAIMS: dict[str, Claim] = {
     ),
     "clock-retention": Claim(
         "clock-retention",
-        "a leader's clock jump ahead does not delete acknowledged records before their "
-        "retention.ms has passed",
-        "none",
+        "time-based retention trusts the leader's wall clock: a leader whose clock jumps "
+        "ahead deletes acknowledged records long before retention.ms has passed, and the "
+        "followers follow its log start offset",
+        "anomaly",
         ("lost-write",),
     ),
     "auto-commit": Claim(

@@ -114,6 +114,21 @@ def test_a_storage_fault_needs_the_write_back_filesystem() -> None:
     assert twin.topic.flush_messages == 1 and build_spec({}).topic.flush_messages is None
 
 
+def test_a_clock_fault_needs_libfaketime_and_its_settings_are_checked() -> None:
+    with pytest.raises(TrialError, match=r"clock act on the brokers' clocks.*faketime"):
+        build_spec({"nemesis": {"faults": ["clock"]}})
+    spec = build_spec({"cluster": {"clock": "faketime"}, "nemesis": {"faults": ["clock"]}})
+    assert spec.nemesis.clock.offsets_s == (120, -120) and spec.nemesis.clock.strobe_ms == 0
+    with pytest.raises(TrialError, match="offsets_s"):
+        build_spec({"cluster": {"clock": "faketime"}, "nemesis": {"clock": {"offsets_s": []}}})
+    with pytest.raises(TrialError, match="kafka_image"):
+        build_spec({"cluster": {"clock": "faketime", "kafka_image": "apache/kafka:4.0.0"}})
+    with pytest.raises(TrialError, match="corrupt_modes"):
+        build_spec({"nemesis": {"corrupt_modes": ["shred"]}})
+    kept = build_spec({"topic": {"retention_ms": 600000, "segment_ms": 5000}}).topic
+    assert (kept.retention_ms, kept.segment_ms) == (600000, 5000)
+
+
 def test_every_anomaly_type_has_a_definition_and_a_check() -> None:
     from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
     from kafka_trial.spark_analysis.queue_checks import CHECKS

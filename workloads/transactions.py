@@ -187,7 +187,14 @@ class TxnWorker:
                     error += f",abort failed: {e2.args[0].name()}"
         except BufferError:
             error, outcome = "_QUEUE_FULL", "info"
-        producer.poll(0)
+        try:
+            producer.poll(0)
+        except KafkaException as e:
+            # A fatal error (fenced when the coordinator aborted the transaction on its
+            # timeout) is raised by poll too. The op's outcome stands, and run() takes
+            # a new producer after an info op; uncaught, it ended the worker's thread
+            # with the op open (clock-txn, docs/findings.md).
+            error = error or e.args[0].name()
         done = [m.done(outcome, offsets[i], m.partition) for i, m in enumerate(sends)]
         self.ctx.acks_for(self.topic.name).record_sends(done)
         polled = [Poll(tuple(read))] if reader is not None else []

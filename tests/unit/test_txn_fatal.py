@@ -1,0 +1,60 @@
+"""A transactional worker whose producer turns fatal at the commit (fenced: the
+coordinator aborted the transaction on its timeout) records the op as info and goes
+on with a new producer; librdkafka raises the fatal error from poll() as well, which
+once ended the worker's thread with the op left open. No Kafka: a producer stand-in
+that raises as librdkafka 2.16.0 did (the clock-txn runs, docs/findings.md)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.harness.spec import build_spec
+from kafka_trial.workloads.base import ClientContext, Lane
+from kafka_trial.workloads.transactions import TxnWorker
+
+FENCED = KafkaError(KafkaError._FENCED, "Failed to end transaction: fenced", fatal=True)
+
+
+class FencedAtCommit:
+    """begin, produce and flush work; commit raises the fatal error, and so does
+    every poll after it."""
+
+    def __init__(self) -> None:
+        self.fatal = False
+
+    def begin_transaction(self) -> None: ...
+
+    def produce(self, *_a: Any, **_k: Any) -> None: ...
+
+    def flush(self, *_a: Any) -> int:
+        return 0
+
+    def commit_transaction(self, *_a: Any) -> None:
+        self.fatal = True
+        raise KafkaException(FENCED)
+
+    def abort_transaction(self, *_a: Any) -> None:
+        raise AssertionError("a fatal error must not be answered with an abort")
+
+    def poll(self, *_a: Any) -> int:
+        if self.fatal:
+            raise KafkaException(FENCED)
+        return 0
+
+
+def test_a_fenced_commit_completes_the_op_info_even_when_poll_raises(tmp_path: Path) -> None:
+    spec = build_spec({"producer": {"transactional": True, "batch": 3}, "topic": {"name": "t"}})
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    ctx = ClientContext(h, lambda _lane: "")
+    w = TxnWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic, "kt-test-0")
+    outcome = w._txn_op(FencedAtCommit(), None, 7, random.Random(1))  # type: ignore[arg-type]
+    assert outcome == "info"
+    h.close()
+    ops = read_history(tmp_path / "history.jsonl").ops
+    assert [(o.type, o.f, o.process) for o in ops] == [("invoke", "txn", 7), ("info", "txn", 7)]
+    assert ops[1].error == "_FENCED"
+    assert {m["outcome"] for m in ops[1].value} == {"info"}

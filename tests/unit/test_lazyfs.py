@@ -97,6 +97,23 @@ def test_writeback_gets_the_fuse_device_and_sys_admin_only() -> None:
     assert env["KAFKA_LOG_DIRS"] == DATA_DIR  # the broker sees the mount, not the volume
 
 
+def test_a_faketime_clock_is_preloaded_only_when_asked() -> None:
+    env = Provisioner(None, ClusterSpec(clock="faketime"), None, "r")._broker_env(1, "c", [9092])  # type: ignore[arg-type]
+    assert env["KT_CLOCK"] == "faketime" and "KT_STORAGE" not in env
+    script = (ROOT / "docker" / "kafka" / "entrypoint.sh").read_text()
+    guarded = script[script.index('if [[ "${KT_CLOCK:-real}" == faketime ]]') :]
+    guarded = guarded[: guarded.index("\nfi\n")]
+    # The preload and the settings the JVM needs live inside the guard, and only there.
+    assert script.count("LD_PRELOAD") == guarded.count("LD_PRELOAD") == 1
+    for setting in (
+        "libfaketimeMT.so.1",
+        "FAKETIME_DONT_FAKE_MONOTONIC=1",
+        "FAKETIME_FORCE_MONOTONIC_FIX=0",
+        "FAKETIME_CACHE_DURATION=1",
+    ):
+        assert setting in guarded, setting
+
+
 def test_writeback_refuses_a_foreign_kafka_image() -> None:
     # Another image has no kt-lazyfs: its broker would run on plain storage unnoticed.
     with pytest.raises(ValueError, match=r"unset cluster\.kafka_image"):

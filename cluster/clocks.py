@@ -30,7 +30,10 @@ class ClockProbe:
     _producer: Producer | None = field(default=None, init=False)
     _made: bool = field(default=False, init=False)
 
-    def _ensure(self) -> None:
+    def ensure(self, timeout_s: float = 60) -> None:
+        """Create the probe topic. Every broker must be registered and unfenced for
+        its partition to be placed, so the runner does it once the cluster is ready;
+        a broker just restarted is retried until `timeout_s`."""
         if self._made:
             return
         topic = NewTopic(
@@ -39,15 +42,21 @@ class ClockProbe:
             replica_assignment=[[n] for n in self.nodes],
             config={"message.timestamp.type": "LogAppendTime", "min.insync.replicas": "1"},
         )
-        fut = self.admin().create_topics([topic], operation_timeout=30)[PROBE_TOPIC]
-        try:
-            fut.result(60)
-        except KafkaException as e:
-            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TrialError(
-                    f"could not create the clock probe topic: {e}",
-                    "the cluster must accept topic creation (see the brokers' logs)",
-                ) from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            fut = self.admin().create_topics([topic], operation_timeout=30)[PROBE_TOPIC]
+            try:
+                fut.result(60)
+                break
+            except KafkaException as e:
+                if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break
+                if time.monotonic() > deadline:
+                    raise TrialError(
+                        f"could not create the clock probe topic: {e}",
+                        "every broker must be up and registered (see the brokers' logs)",
+                    ) from None
+                time.sleep(1)
         self._made = True
 
     def _get_producer(self) -> Producer:
@@ -73,7 +82,7 @@ class ClockProbe:
         return min(got, key=lambda g: g["rtt_ms"])
 
     def _sample(self, node: int, timeout_s: float) -> dict[str, Any]:
-        self._ensure()
+        self.ensure()
         p = self._get_producer()
         part = self.nodes.index(node)
         deadline = time.monotonic() + timeout_s

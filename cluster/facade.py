@@ -42,8 +42,6 @@ import docker
 
 # How long libfaketime keeps an offset it read (FAKETIME_CACHE_DURATION, entrypoint.sh).
 FAKETIME_CACHE_S = 1
-# Probes of a strobing clock: enough to see both of its values.
-STROBE_SAMPLES = 8
 
 
 @dataclass
@@ -302,10 +300,16 @@ class Cluster:
         self, node: int, offset_s: int, period_ms: int, duration_s: float
     ) -> dict[str, Any]:
         self.brokers[node].strobe_clock(offset_s, period_ms, duration_s)
+        # Sample until the JVM has shown both values, or for three periods and the
+        # two cache periods libfaketime may take to read a flip: its cache makes a
+        # flip show late, or (at the shortest periods) not at all.
         seen: list[float] = []
-        for _ in range(STROBE_SAMPLES):
+        deadline = time.monotonic() + min(duration_s, 3 * period_ms / 1000 + 2 * FAKETIME_CACHE_S)
+        while time.monotonic() < deadline:
             seen.append(self.clock_probe.offset(node)["offset_s"])
-            time.sleep(period_ms / 1000 * 0.7)  # not in step with the strobe
+            if any(abs(x) < 0.5 for x in seen) and any(abs(x - offset_s) < 0.5 for x in seen):
+                break
+            time.sleep(0.25)
         return {
             "asked_s": offset_s,
             "period_ms": period_ms,

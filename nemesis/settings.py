@@ -35,6 +35,17 @@ class ClockSpec(Frozen):
     offsets_s: tuple[int, ...] = Field((120, -120), min_length=1)
     strobe_ms: int = Field(0, ge=0, description="0: a bump; else the strobe's period")
 
+    @model_validator(mode="after")
+    def _strobe_slower_than_the_cache(self) -> ClockSpec:
+        # libfaketime reads its offset file once a second (docker/kafka/entrypoint.sh):
+        # a faster strobe would show the JVM a random subset of its flips.
+        if 0 < self.strobe_ms < 1000:
+            raise ValueError(
+                f"nemesis.clock.strobe_ms={self.strobe_ms} is below 1000: the brokers' "
+                "libfaketime reads its offset once a second; use 1000 or more"
+            )
+        return self
+
 
 class NemesisSpec(Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")

@@ -34,28 +34,8 @@ class UncleanFailover:
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
         tp = {"topic": self.topic, "partition": self.partition}
         seen: dict[str, Any] = {}  # what earlier steps found, for the later ones
-
-        def cut() -> Done:
-            st = ctl.partitions(self.topic)[self.partition]
-            if st.leader is None:
-                raise RuntimeError("partition has no leader")
-            followers = [r for r in st.replicas if r != st.leader]
-            for f in followers:
-                ctl.cut(LinkId(f, st.leader, "internal"), "drop")
-            seen.update(leader=st.leader, followers=followers)
-            return Done({"brokers": followers, "leader": st.leader})
-
-        yield Step("partition", {"topology": "followers-from-leader", **tp, "mode": "drop"}, cut)
+        yield from _lone_leader(ctl, self.topic, self.partition, seen)
         leader = seen["leader"]
-
-        def shrunk() -> Done:
-            ok = wait_until(lambda: _isr(ctl, self.topic, self.partition) == (leader,), 60)
-            isr = _isr(ctl, self.topic, self.partition)
-            if not ok:
-                raise RuntimeError(f"ISR did not shrink to the leader alone (isr={isr})")
-            return Done({"isr": list(isr or ())})
-
-        yield Step("await-isr-shrink", tp, shrunk, needed=False)
         time.sleep(self.hold_s)  # the writes the leader alone acknowledges
 
         def kill() -> Done:
@@ -104,30 +84,8 @@ class LastReplicaStanding:
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
         tp = {"topic": self.topic, "partition": self.partition}
         seen: dict[str, Any] = {}
-
-        def cut() -> Done:
-            st = ctl.partitions(self.topic)[self.partition]
-            if st.leader is None:
-                raise RuntimeError("partition has no leader")
-            followers = [r for r in st.replicas if r != st.leader]
-            for f in followers:
-                ctl.cut(LinkId(f, st.leader, "internal"), "drop")
-            seen.update(leader=st.leader, followers=followers)
-            # Step 3 restores the links; a fault that stops before it leaves them to
-            # the run's final heal-all (a fault leaves at most one heal: the restart).
-            return Done({"brokers": followers, "leader": st.leader})
-
-        yield Step("partition", {"topology": "followers-from-leader", **tp, "mode": "drop"}, cut)
+        yield from _lone_leader(ctl, self.topic, self.partition, seen)
         leader = seen["leader"]
-
-        def shrunk() -> Done:
-            ok = wait_until(lambda: _isr(ctl, self.topic, self.partition) == (leader,), 60)
-            isr = _isr(ctl, self.topic, self.partition)
-            if not ok:
-                raise RuntimeError(f"ISR did not shrink to the leader alone (isr={isr})")
-            return Done({"isr": list(isr or ())})
-
-        yield Step("await-isr-shrink", tp, shrunk, needed=False)
 
         def power_loss() -> Done:
             answer = ctl.lose_unfsynced([leader])[leader]
@@ -174,6 +132,39 @@ class LastReplicaStanding:
             return Done(result)
 
         yield Step("await-leader", tp, await_leader, needed=False)
+
+
+def _lone_leader(
+    ctl: ClusterControl, topic: str, partition: int, seen: dict[str, Any]
+) -> Iterator[Step]:
+    """The first steps of both sequences: cut the followers' replication links to the
+    leader (the leader still reaches the controller, so it shrinks the ISR), then wait
+    until the ISR is the leader alone. `seen` gets the leader and the followers. The
+    links are restored by a later step of the sequence, or by the run's heal-all if
+    it stops before (a fault leaves at most one heal: the leader's restart)."""
+    tp = {"topic": topic, "partition": partition}
+
+    def cut() -> Done:
+        st = ctl.partitions(topic)[partition]
+        if st.leader is None:
+            raise RuntimeError("partition has no leader")
+        followers = [r for r in st.replicas if r != st.leader]
+        for f in followers:
+            ctl.cut(LinkId(f, st.leader, "internal"), "drop")
+        seen.update(leader=st.leader, followers=followers)
+        return Done({"brokers": followers, "leader": st.leader})
+
+    yield Step("partition", {"topology": "followers-from-leader", **tp, "mode": "drop"}, cut)
+
+    def shrunk() -> Done:
+        alone = (seen["leader"],)
+        ok = wait_until(lambda: _isr(ctl, topic, partition) == alone, 60)
+        isr = _isr(ctl, topic, partition)
+        if not ok:
+            raise RuntimeError(f"ISR did not shrink to the leader alone (isr={isr})")
+        return Done({"isr": list(isr or ())})
+
+    yield Step("await-isr-shrink", tp, shrunk, needed=False)
 
 
 def _isr(ctl: ClusterControl, topic: str, partition: int) -> tuple[int, ...] | None:

@@ -62,7 +62,8 @@ def _fields(template: str) -> list[str]:
 
 _COMMITTED = (
     "a value that must have committed (acknowledged, or sent in a transaction that ended "
-    "info of which the final drain read a value)"
+    "info of which the final drain read a value that no other op's send, not failed, also "
+    "carried)"
 )
 
 _ALL = (

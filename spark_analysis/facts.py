@@ -8,9 +8,9 @@ differential test holds the two together.
 
 - `writes`: every send with `must_commit`, whether it must have committed: acknowledged
   (`ok`), or sent in a transaction that ended `info` of which the final drain, a
-  read_committed reader, read some value (a reader that saw one value of a
-  transaction saw it commit; consumers may read read_uncommitted, so only the
-  drain's reads prove it).
+  read_committed reader, read some value that no other op may have sent (a reader
+  that saw one value of a transaction saw it commit; consumers may read
+  read_uncommitted, so only the drain's reads prove it).
 - `version_order`: per partition, offset -> value, from every record any read
   returned (whatever its op's outcome: a poller returns what the log holds) and every
   send that must have committed whose offset is known.
@@ -54,12 +54,24 @@ def unknown_txn_sends(fr: Plan) -> DataFrame:
 
 
 def proven_txns(fr: Plan) -> DataFrame:
-    """Transactions that ended `info` of which the drain read a value: they committed."""
+    """Transactions that ended `info` of which the drain read a value that no other op
+    may have written: they committed. A value that another op's send, not failed, also
+    carries (an exactly-once copier's retry of the same input, a resend) proves nothing
+    about this one: the drain may have read the other's copy."""
 
     def build() -> DataFrame:
         unknown = unknown_txn_sends(fr)
-        drained = fr.reads.filter(is_drain()).join(fr.small(unknown), "value", "left_semi")
-        return unknown.join(drained.select("value"), "value", "left_semi").select("index")
+        writers = (
+            fr.sends.filter(F.col("outcome") != "fail")
+            .join(fr.small(unknown.select("value").distinct()), "value", "left_semi")
+            .groupBy("value")
+            .agg(F.countDistinct("index").alias("writers"))
+            .filter(F.col("writers") == 1)
+            .select("value")
+        )
+        sole = unknown.join(writers, "value", "left_semi")
+        drained = fr.reads.filter(is_drain()).join(fr.small(sole), "value", "left_semi")
+        return sole.join(drained.select("value"), "value", "left_semi").select("index")
 
     return fr.shared("proven_txns", build)
 

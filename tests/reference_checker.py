@@ -164,10 +164,14 @@ def parse(ops: list[dict[str, Any]]) -> History:
             if m.get("op") == "send" and op["f"] in ("send", "txn"):
                 h.sends.append(_send_row(op, process, pos, m))
     # A transaction of unknown outcome of which the drain (read_committed) read a
-    # value committed: all of it.
+    # value committed: all of it. Only a value no other op may have sent proves it.
     drained = {r.value for r in h.reads if r.role == "drain"}
+    senders: dict[int, set[int]] = defaultdict(set)
+    for s in h.sends:
+        if s.outcome != "fail":
+            senders[s.value].add(s.index)
     unknown = [s for s in h.sends if s.f == "txn" and s.outcome == "info"]
-    proven = {s.index for s in unknown if s.value in drained}
+    proven = {s.index for s in unknown if s.value in drained and senders[s.value] == {s.index}}
     for s in h.sends:
         s.must_commit = s.outcome == "ok" or s.index in proven
     return h
@@ -517,23 +521,15 @@ def _cycle_ops(ops: list[dict[str, Any]]) -> dict[int, CycleOp]:
     return out
 
 
-def _writers(ops: list[dict[str, Any]], drained: set[int]) -> dict[int, int]:
-    """value -> the op whose send of it must have committed (acknowledged, or in a txn
-    that ended info of which the drain read a value), where every other op's send of
-    it failed."""
-    sends = parse(ops).sends
-    f_of = {o["index"]: o["f"] for o in ops}
-    proven = {
-        s.index
-        for s in sends
-        if s.outcome == "info" and f_of[s.index] == "txn" and s.value in drained
-    }
+def _writers(ops: list[dict[str, Any]]) -> dict[int, int]:
+    """value -> the op whose send of it must have committed (`parse`'s must_commit),
+    where every other op's send of it failed."""
     maybe: dict[int, set[int]] = defaultdict(set)
     committed: set[tuple[int, int]] = set()
-    for s in sends:
+    for s in parse(ops).sends:
         if s.outcome != "fail":
             maybe[s.value].add(s.index)
-        if s.outcome == "ok" or s.index in proven:
+        if s.must_commit:
             committed.add((s.value, s.index))
     return {v: min(w) for v, w in maybe.items() if len(w) == 1 and (v, min(w)) in committed}
 
@@ -576,8 +572,7 @@ def _ww(ops: list[dict[str, Any]], writer: dict[int, int]) -> list[tuple[int, in
 def cycle_graph(ops: list[dict[str, Any]]) -> CycleGraph:
     h = parse(ops)
     table = _cycle_ops(ops)
-    drained = {r.value for r in h.reads if r.role == "drain"}
-    writer = _writers(ops, drained)
+    writer = _writers(ops)
     edges: dict[tuple[int, int], set[str]] = defaultdict(set)
     for a, b in _ww(ops, writer):
         edges[(a, b)].add("ww")

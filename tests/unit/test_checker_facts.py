@@ -141,6 +141,39 @@ def test_a_consumer_read_does_not_prove_an_info_txn_committed(judged: dict[str, 
     assert "torn-txn" not in seen and "lost-write" not in seen, seen
 
 
+def _info_txn_and_a_retry(b: Builder, retry: str) -> None:
+    """An exactly-once copier's shape (the claims campaign's eos-copier, stop 35): a
+    copier's transaction over partitions 0 and 1 ended info when it crashed before its
+    commit; the copier that took over copied the same input again, so its transaction
+    sent 1 too (ended `retry`). The drain read 1 and both partitions to their end."""
+    b.txn(0, [(1, 0, None), (2, 1, None)], "info")
+    b.txn(1, [(1, 0, 0)], retry)
+    b.drain(9, [(1, 0, 0)], at_end={0: 2, 1: 0})
+
+
+case("info txn, drained value a retry sent too")(lambda b: _info_txn_and_a_retry(b, "ok"))
+case("info txn, drained value only it sent")(lambda b: _info_txn_and_a_retry(b, "fail"))
+
+
+def test_a_drained_value_another_op_sent_too_proves_no_commit(
+    judged: dict[str, Judged],
+) -> None:
+    """The drain's 1 may be the retry's copy: the crashed transaction is not proven
+    committed, so its 2 is neither lost nor torn (the claims campaign's eos-copier
+    failed CI on this: 43 lost-writes and a torn-txn that were the harness's)."""
+    assert judged["info txn, drained value a retry sent too"].seen() == {}
+
+
+def test_a_drained_value_whose_other_sends_failed_proves_the_commit(
+    judged: dict[str, Judged],
+) -> None:
+    """The twin: the retry aborted, so the drain's 1 can only be the info
+    transaction's, which therefore committed, and 2 is lost."""
+    j = judged["info txn, drained value only it sent"]
+    assert j.seen() == {"lost-write": 1, "torn-txn": 1}
+    assert j.examples("torn-txn")[0]["missing"] == [j.case.v(2)]
+
+
 # --- 4. deliveries, not ops, in groups -----------------------------------------------
 
 

@@ -10,7 +10,8 @@ results.json keeps, and compared per history as sets of keys.
 The generator models assign-mode consumers of a few partitions (no rebalances):
 writers whose sends are ok, fail or info (with resends of values an earlier op left
 info) and whose transactions commit, abort or end info (committed or not, as the log
-knows; a few of them sending to the output topic, as a copier does); a log that
+knows; a few of them sending to the output topic, as a copier does, and sometimes
+sending again what a transaction left info sent, as a copier's retry does); a log that
 sometimes misbehaves (a reported offset that is not where the value went, a
 duplicated append, a foreign value, an unacknowledged value that lands anyway, a
 committed transaction's value that never lands); consumers, read_committed or not,
@@ -79,6 +80,7 @@ class _Gen:
         self.log: dict[int, list[Slot]] = {p: [] for p in self.parts}
         self.position: dict[tuple[int, int], int] = {}
         self.left_info: list[int] = []
+        self.txn_info: list[tuple[int, int]] = []  # (partition, value) of info txns
         self.next_value = 0
         self.ops: list[Op] = []
         self.faulty = rng.random() < 0.5  # half the histories keep to the rules
@@ -170,7 +172,15 @@ class _Gen:
         sends = []
         for _ in range(rng.randint(1, 3)):
             p = rng.choice(self.parts)
-            value, offset = self.fresh(p), len(self.log[p])
+            # A copier's retry sends again what a transaction left info sent.
+            retry = bool(self.txn_info) and rng.randrange(4) == 0
+            if retry:
+                p, value = rng.choice(self.txn_info)
+            else:
+                value = self.fresh(p)
+            offset = len(self.log[p])
+            if outcome == "info":
+                self.txn_info.append((p, value))
             if not (commits and self.fault(5)):  # else it never lands (a torn transaction)
                 self.append(p, value, commits)
             known = outcome == "ok" or rng.random() < 0.5

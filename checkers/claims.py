@@ -107,6 +107,13 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("eos-output-lost", "eos-output-duplicate"),
     ),
+    "eos-failover": Claim(
+        "C11",
+        "consume-transform-produce with send_offsets_to_transaction is exactly once, also "
+        "when the group's or the transactions' coordinator fails over",
+        "none",
+        ("eos-output-lost", "eos-output-duplicate"),
+    ),
     "leader-epoch": Claim(
         "C12",
         "leader epoch (KIP-101) prevents replica divergence after failover and an old "

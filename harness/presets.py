@@ -241,6 +241,28 @@ PRESETS: dict[str, dict[str, Any]] = {
         "nemesis": {"faults": ["kill-leader"]},
         "check": {"allowed": []},
     },
+    # C11's hunt (examples/campaigns/hunt-eos.yaml, docs/findings.md): the copiers'
+    # group coordinator or their transaction coordinator killed while transactions
+    # with offsets in them are open, with one partition per internal topic so that the
+    # fault can aim at the coordinator, and the copiers' debug log on.
+    "eos-failover": {
+        "name": "eos-failover",
+        "cluster": {
+            "broker_config": {
+                "offsets.topic.num.partitions": "1",
+                "transaction.state.log.num.partitions": "1",
+            }
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "copier": {"workers": 2, "crash_fraction": 0.2, "debug": True},
+        "nemesis": {
+            "faults": ["kill"],
+            "targets": ["group-coordinator", "txn-coordinator"],
+            "fault_s": 8,
+            "quiet_s": 4,
+        },
+        "check": {"allowed": []},
+    },
     # A hunt for KAFKA-17754 (docs/findings.md): transactions end, half of them by an
     # abort that does not wait for their sends, while requests to the leader are held
     # past the request timeout by a pause or a slow client link. A stale request that
@@ -525,6 +547,11 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
     "eos-copier": (
         "consume-transform-produce copiers that crash before commit",
         "kill-leader",
+    ),
+    "eos-failover": (
+        "eos-copier's copiers, 20% crash before commit, with librdkafka's debug log; one "
+        "partition each for __consumer_offsets and __transaction_state",
+        "kill of the group coordinator or the transaction coordinator",
     ),
     "leader-epoch": (
         "acks=all, min.isr 2",

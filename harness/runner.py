@@ -102,7 +102,8 @@ def point_latest(run_dir: Path) -> None:
 
 def _client_logger(run_dir: Path) -> logging.Logger:
     lg = logging.getLogger(f"kafka-trial.clients.{run_dir.name}")
-    lg.setLevel(logging.INFO)
+    # Clients log at librdkafka's log_level 3 unless a spec asks for their debug log.
+    lg.setLevel(logging.DEBUG)
     lg.propagate = False
     if not lg.handlers:
         h = logging.FileHandler(run_dir / "clients.log")

@@ -112,6 +112,7 @@ ROLES = (
     "followers",
     "controller",
     "txn-coordinator",
+    "group-coordinator",
     "minority",
     "majority",
     "all",

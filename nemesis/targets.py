@@ -13,6 +13,9 @@ from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.nemesis.catalog import ROLES
 
 TXN_STATE = "__transaction_state"
+OFFSETS = "__consumer_offsets"
+# Internal topic -> the role whose brokers lead its partitions.
+COORDINATORS = {"txn-coordinator": TXN_STATE, "group-coordinator": OFFSETS}
 
 
 class NoTarget(RuntimeError):
@@ -36,12 +39,14 @@ def resolve(role: str, cluster: ClusterControl, topic: str, partition: int, pick
         if c is None:
             raise NoTarget("no active KRaft controller known")
         return [c]
-    if role == "txn-coordinator":
-        # The brokers that lead __transaction_state partitions coordinate transactions
-        # (one, with transaction.state.log.num.partitions=1).
-        leaders = {s.leader for s in cluster.partitions(TXN_STATE).values()} - {None}
+    if role in COORDINATORS:
+        # The brokers that lead an internal topic's partitions coordinate what it
+        # holds: transactions, or groups and their offsets (one broker, with the
+        # topic's num.partitions=1 that the presets aiming at them set).
+        internal = COORDINATORS[role]
+        leaders = {s.leader for s in cluster.partitions(internal).values()} - {None}
         if not leaders:
-            raise NoTarget(f"no leader known for {TXN_STATE} (no transaction yet?)")
+            raise NoTarget(f"no leader known for {internal} (no transaction or group yet?)")
         return sorted(leaders)  # type: ignore[arg-type]
     st = cluster.partitions(topic).get(partition)
     if st is None or st.leader is None:

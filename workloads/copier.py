@@ -60,6 +60,9 @@ class CopierWorker:
             },
         )
 
+    def _debug(self, contexts: str) -> dict[str, Any]:
+        return {"debug": contexts, "log_level": 7} if self.spec.debug else {}
+
     def _clients(self) -> tuple[Consumer, Producer] | None:
         stop = self.ctx.stop
         while not stop.is_set():
@@ -72,6 +75,7 @@ class CopierWorker:
                         "auto.offset.reset": "earliest",
                         "isolation.level": "read_committed",
                         "session.timeout.ms": 10000,
+                        **self._debug("cgrp,fetch"),
                     },
                 )
             )
@@ -81,6 +85,7 @@ class CopierWorker:
                     "acks": "all",
                     "transaction.timeout.ms": COPIER_TXN_TIMEOUT_S * 1000,
                     "delivery.timeout.ms": 25000,
+                    **self._debug("eos"),
                 }
             )
             producer = transactional_producer(conf, stop, COPIER_TXN_TIMEOUT_S)

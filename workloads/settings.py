@@ -209,6 +209,12 @@ class CopierSpec(Frozen):
     workers: int = Field(0, ge=0, le=8)
     crash_fraction: float = Field(0.0, ge=0, le=1, description="copies that crash before commit")
     batch: int = Field(50, ge=1, le=10000)
+    debug: bool = Field(
+        False,
+        description="librdkafka's debug log of the copiers' clients into clients.log: the "
+        "consumer's cgrp and fetch (the group's OffsetFetch answers and where fetching "
+        "starts), the producer's eos (transactions and their offset commits)",
+    )
 
 
 class DrainSpec(Frozen):

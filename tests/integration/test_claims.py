@@ -225,8 +225,10 @@ def _counts(res: dict) -> dict[str, int]:
     return ran(res)
 
 
-# Presets the storage campaign runs (examples/campaigns/storage.yaml), not this one.
+# Presets the storage campaign runs (examples/campaigns/storage.yaml), and hunts
+# (examples/campaigns/hunt-*.yaml), not this one.
 ELSEWHERE = {
+    "eos-failover",
     "disk-full",
     "power-loss-one",
     "corrupt",

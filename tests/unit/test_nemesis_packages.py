@@ -255,11 +255,15 @@ def test_clock_strobe_is_judged_by_the_extreme_it_reached(tmp_path: Path) -> Non
     assert cluster.whole
 
 
-def test_the_txn_coordinator_role_is_the_leader_of_transaction_state() -> None:
-    cluster = FakeCluster(topic="__transaction_state", n_partitions=1)
-    assert resolve("txn-coordinator", cluster, "trial", 0, 0) == [cluster.leaders[0]]
-    with pytest.raises(RuntimeError, match="no leader known for __transaction_state"):
-        resolve("txn-coordinator", FakeCluster(), "trial", 0, 0)
+@pytest.mark.parametrize(
+    "role,internal",
+    [("txn-coordinator", "__transaction_state"), ("group-coordinator", "__consumer_offsets")],
+)
+def test_a_coordinator_role_is_the_leader_of_its_internal_topic(role: str, internal: str) -> None:
+    cluster = FakeCluster(topic=internal, n_partitions=1)
+    assert resolve(role, cluster, "trial", 0, 0) == [cluster.leaders[0]]
+    with pytest.raises(RuntimeError, match=f"no leader known for {internal}"):
+        resolve(role, FakeCluster(), "trial", 0, 0)
 
 
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:

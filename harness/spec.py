@@ -64,6 +64,12 @@ class RunSpec(Frozen):
                 f"nemesis.faults {', '.join(on_faketime)} act on the brokers' clocks, which "
                 "cluster.clock=real leaves to the host; set cluster.clock: faketime"
             )
+        if "client-pause" in self.nemesis.faults and not self.producer.own_process:
+            # Clients that are threads of the harness cannot be frozen alone.
+            raise ValueError(
+                "nemesis.faults client-pause freezes client processes, and this run has "
+                "none; set producer.own_process: true (with producer.transactional: true)"
+            )
         if self.nemesis.target_partition >= self.topic.partitions:
             raise ValueError("nemesis.target_partition must be below topic.partitions")
         shortest = min_duration_s(self.nemesis)

@@ -41,6 +41,13 @@ _INFOS = (
         "restore",
     ),
     PackageInfo(
+        "client-pause",
+        "freeze one client process (SIGSTOP) as a GC pause would, for `nemesis.fault_s`: "
+        "clients in processes of their own (`producer.own_process`); the completion "
+        "gives the kernel's state of it",
+        "resume it (SIGCONT)",
+    ),
+    PackageInfo(
         "degrade",
         "add a toxic (`nemesis.degrade`) to the targeted brokers' client links",
         "remove it",
@@ -147,6 +154,7 @@ FAULT_OPS: dict[str, str | None] = {
     "pause": "resume",
     "partition": "heal",
     "client-partition": "client-heal",
+    "client-pause": "client-resume",
     "degrade": "restore",
     "bounce": None,
     "wipe": None,
@@ -157,7 +165,17 @@ FAULT_OPS: dict[str, str | None] = {
     "elect-unclean": None,
 }
 HEAL_OPS = frozenset(
-    {"start", "resume", "heal", "client-heal", "restore", "disk-free", "clock-reset", "heal-all"}
+    {
+        "start",
+        "resume",
+        "heal",
+        "client-heal",
+        "client-resume",
+        "restore",
+        "disk-free",
+        "clock-reset",
+        "heal-all",
+    }
 )
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_trial.cluster.control import ClusterControl
+from kafka_trial.contracts.client_processes import CLIENTS
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.nemesis.packages import build_package
 from kafka_trial.nemesis.recorder import NemesisRecorder
@@ -139,7 +140,9 @@ class Nemesis:
 
         def act() -> dict[str, Any]:
             self.cluster.heal_all()
-            return {"brokers": self.cluster.node_ids}
+            # A client a pause left frozen is woken too (a heal of its own failed).
+            resumed = CLIENTS.resume_all()
+            return {"brokers": self.cluster.node_ids} | ({"clients": resumed} if resumed else {})
 
         return self.rec.do("heal-all", {}, act)
 

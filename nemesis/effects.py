@@ -62,6 +62,13 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             parts += [f"broker {b} {why}: {r}" for b, r in sorted(v[key].items())]
     if isinstance(v.get("missed"), dict):
         parts += [f"broker {b}'s clock did not show it" for b in sorted(v["missed"])]
+    if isinstance(v.get("clients"), dict):
+        parts += [
+            f"client {x.get('name')} (pid {pid}) frozen, state {x.get('state')}"
+            for pid, x in sorted(v["clients"].items())
+        ]
+    if isinstance(v.get("resumed"), dict):
+        parts += [f"client pid {pid} resumed, state {st}" for pid, st in v["resumed"].items()]
     if f == "await-leader":
         if v.get("elected"):
             parts.append(

@@ -17,12 +17,13 @@ from typing import Any, Literal
 from kafka_trial.cluster.control import ClusterControl, CutMode, LinkId
 from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.toxiproxy import Toxic
+from kafka_trial.contracts.client_processes import CLIENTS
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo
-from kafka_trial.nemesis.targets import resolve
+from kafka_trial.nemesis.targets import NoTarget, resolve
 
 _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node"}
 _PROCESS_HEAL = {"kill": "start", "stop": "start", "pause": "resume"}
@@ -425,6 +426,34 @@ class Degrade:
         yield Step("degrade", value, act)
 
 
+@dataclass(frozen=True)
+class ClientPause:
+    """Freeze one client process (SIGSTOP) as a stop-the-world GC pause would: every
+    thread of the application stops at once, librdkafka's too, and its timers run on
+    when it wakes. The client is the pick's choice among those running in processes of
+    their own (`producer.own_process`). The completion gives the kernel's state of it
+    (T: stopped); none to freeze, or one that did not stop: `info`."""
+
+    name: str = "client-pause"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        def act() -> Done:
+            live = CLIENTS.live()
+            if not live:
+                raise NoTarget("no client runs in a process of its own (set producer.own_process)")
+            c = random.Random(pick).choice(live)
+            state = CLIENTS.pause(c.pid)
+            if state != "T":
+                CLIENTS.resume(c.pid)
+                raise RuntimeError(f"{c.name} (pid {c.pid}) did not stop: state {state}")
+            heal = Heal(
+                "client-resume", {"clients": [c.name]}, {}, (Undo("resume-client", client=c.pid),)
+            )
+            return Done({"clients": {str(c.pid): {"name": c.name, "state": state}}}, heal)
+
+        yield Step("client-pause", {"target": "client"}, act)
+
+
 def _process(kind: str) -> Callable[[NemesisSpec, str], Package]:
     return lambda n, t: ProcessFault(kind, t, n.target_partition, n.targets, kind)  # type: ignore[arg-type]
 
@@ -453,6 +482,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "client-partition": lambda n, t: ClientPartition(
         t, n.target_partition, n.targets, n.partition_mode, n.client_scope
     ),
+    "client-pause": lambda n, t: ClientPause(),
     "degrade": _degrade(None, "degrade"),
     "slow-follower": _degrade("follower-replication", "slow-follower"),
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),

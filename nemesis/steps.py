@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from kafka_trial.cluster.control import ClusterControl, LinkId
+from kafka_trial.contracts.client_processes import CLIENTS
 
 # Files a power-loss op names per broker, of those it dropped data of (a broker
 # holds a few per partition: segment, indexes, checkpoints).
@@ -19,10 +20,13 @@ LOST_PATHS = 12
 class Undo:
     """One action that takes back part of a fault."""
 
-    verb: Literal["start", "resume", "uncut", "remove-toxic", "free-disk", "reset-clock"]
+    verb: Literal[
+        "start", "resume", "uncut", "remove-toxic", "free-disk", "reset-clock", "resume-client"
+    ]
     node: int | None = None
     link: LinkId | None = None
     toxic: str | None = None
+    client: int | None = None  # a client process's pid
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,10 @@ class Package(Protocol):
 def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     """Carry out the actions; what they found, for the heal's completion (`freed`:
     per node, what a full disk refused; `clock`: per node, the offset measured after
-    the reset)."""
+    the reset; `resumed`: per client pid, the kernel's state of it after SIGCONT)."""
     freed: dict[str, Any] = {}
     clock: dict[str, Any] = {}
+    clients: dict[str, str] = {}
     for u in undo:
         if u.verb == "start" and u.node is not None:
             ctl.start_node(u.node)
@@ -80,9 +85,15 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             freed[str(u.node)] = ctl.free_disk(u.node)
         elif u.verb == "reset-clock" and u.node is not None:
             clock[str(u.node)] = ctl.set_clock(u.node, 0)
+        elif u.verb == "resume-client" and u.client is not None:
+            clients[str(u.client)] = CLIENTS.resume(u.client) or "gone"
         else:
             raise ValueError(f"malformed undo action {u}")
-    return ({"freed": freed} if freed else {}) | ({"clock": clock} if clock else {})
+    return (
+        ({"freed": freed} if freed else {})
+        | ({"clock": clock} if clock else {})
+        | ({"resumed": clients} if clients else {})
+    )
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:

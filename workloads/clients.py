@@ -11,10 +11,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Send
+from kafka_trial.workloads.producer_process import ProcessProducer
 
 
-def abandon(producer: Producer) -> None:
+def abandon(producer: Producer | ProcessProducer) -> None:
     """Drop a client as a crash would: nothing queued is waited for."""
+    if isinstance(producer, ProcessProducer):
+        producer.close()  # the process ends, as the application's would
+        return
     try:
         producer.purge(in_queue=True, in_flight=True)
         producer.flush(0)
@@ -73,13 +77,16 @@ def close_within(client: Any, what: str, timeout_s: float = CLOSE_S) -> bool:
 
 
 def transactional_producer(
-    conf: dict[str, Any], stop: threading.Event, timeout_s: float
-) -> Producer | None:
+    conf: dict[str, Any],
+    stop: threading.Event,
+    timeout_s: float,
+    make: Callable[[dict[str, Any]], Any] = Producer,
+) -> Any:
     """A producer whose init_transactions went through (which also fences and aborts
     whatever a previous instance under the same transactional.id left open); retried
     until it works or the run stops (None)."""
     while not stop.is_set():
-        p = Producer(conf)
+        p = make(conf)
         try:
             p.init_transactions(timeout_s)
             return p

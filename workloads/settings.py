@@ -40,6 +40,12 @@ class ProducerSpec(Frozen):
         "window of KAFKA-17754",
     )
     transaction_timeout_ms: int = Field(60000, ge=1000)
+    own_process: bool = Field(
+        False,
+        description="each transactional client runs in a process of its own, which the "
+        "client-pause fault can freeze as a GC pause would; its ops are recorded by the "
+        "harness as always (transactional only)",
+    )
     clients: int = Field(
         3, ge=1, le=64, description="producer clients (librdkafka instances), one lane each"
     )
@@ -118,6 +124,8 @@ class ProducerSpec(Frozen):
                 "a transactional client runs one transaction at a time; "
                 "set producer.processes_per_client=1 or leave it out"
             )
+        if self.own_process and not self.transactional:
+            raise ValueError("own_process needs producer.transactional=true")
         if self.txn_poll and not self.transactional:
             raise ValueError("txn_poll needs producer.transactional=true")
         if self.abort_in_flight and not self.abort_fraction:

@@ -35,6 +35,7 @@ from kafka_trial.workloads.clients import (
 from kafka_trial.workloads.consumer import new_consumer, records_of
 from kafka_trial.workloads.outcomes import Outcome
 from kafka_trial.workloads.pacing import Pacer
+from kafka_trial.workloads.producer_process import ProcessProducer
 from kafka_trial.workloads.settings import ProducerSpec
 
 
@@ -62,7 +63,12 @@ class TxnWorker:
                 "transaction.timeout.ms": self.spec.transaction_timeout_ms,
             },
         )
-        return transactional_producer(conf, self.ctx.stop, self._timeout_s)
+        if not self.spec.own_process:
+            return transactional_producer(conf, self.ctx.stop, self._timeout_s)
+        name = f"producer {self.transactional_id}"
+        return transactional_producer(
+            conf, self.ctx.stop, self._timeout_s, lambda c: ProcessProducer(c, name)
+        )
 
     def run(self) -> None:
         rng = random.Random(self.lane.seed)

@@ -4,13 +4,16 @@ and that its heal undoes exactly that. Milliseconds, no Docker."""
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.contracts.history import HistoryWriter, read_history
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.effects import effect
 from kafka_trial.nemesis.packages import BUILDERS, ProcessFault, build_package
 from kafka_trial.nemesis.runner import NemesisRunner
 from kafka_trial.nemesis.schedule import Step
@@ -53,7 +56,8 @@ def test_builders_cover_exactly_the_catalog() -> None:
         build_package("earthquake", FAST, "trial")
 
 
-@pytest.mark.parametrize("name", sorted(PACKAGES))
+# client-pause acts on a client process, not the cluster: its tests are at the end.
+@pytest.mark.parametrize("name", sorted(set(PACKAGES) - {"client-pause"}))
 def test_every_package_applies_and_its_heal_makes_the_cluster_whole(
     tmp_path: Path, name: str
 ) -> None:
@@ -423,3 +427,52 @@ def test_the_catalog_knows_every_op_a_package_records_and_pairs_its_heal(
         if is_fault(o.f) and FAULT_OPS[o.f] is not None:
             own = [later.f for later in done[i + 1 :] if heals(o.f, later.f)]
             assert own and own[0] == FAULT_OPS[o.f], (o.f, [d.f for d in done])
+
+
+def test_client_pause_freezes_a_client_process_and_its_heal_wakes_it(tmp_path: Path) -> None:
+    """A real process stands in for the client (the producer's own process is
+    test_producer_process.py's): the kernel's state is what the ops record."""
+    child = subprocess.Popen(["sleep", "60"])
+    CLIENTS.register("producer t-1", child.pid)
+    try:
+        _, nem, history = make(tmp_path)
+        assert nem.apply("client-pause").ok
+        assert process_state(child.pid) == "T"
+        nem.heal("client-pause")
+        assert process_state(child.pid) in ("S", "R")
+        fault, done, heal, healed = read_history(history.path).ops
+        assert (fault.f, done.type, heal.f, healed.type) == (
+            "client-pause",
+            "ok",
+            "client-resume",
+            "ok",
+        )
+        assert done.value["clients"] == {str(child.pid): {"name": "producer t-1", "state": "T"}}
+        assert healed.value["resumed"][str(child.pid)] in ("S", "R")
+        assert "frozen, state T" in effect(done.f, done.type, done.value)
+    finally:
+        CLIENTS.unregister(child.pid)
+        child.kill()
+        child.wait()
+
+
+def test_client_pause_without_client_processes_completes_info(tmp_path: Path) -> None:
+    _, nem, history = make(tmp_path)
+    assert not nem.apply("client-pause").ok
+    last = read_history(history.path).ops[-1]
+    assert last.type == "info" and "producer.own_process" in (last.error or "")
+
+
+def test_heal_all_wakes_a_client_whose_own_heal_never_ran(tmp_path: Path) -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    CLIENTS.register("producer t-2", child.pid)
+    try:
+        _, nem, history = make(tmp_path)
+        assert CLIENTS.pause(child.pid) == "T"
+        nem.heal_all()
+        assert process_state(child.pid) in ("S", "R")
+        assert read_history(history.path).ops[-1].value["clients"] == [child.pid]
+    finally:
+        CLIENTS.unregister(child.pid)
+        child.kill()
+        child.wait()

@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class ClientProcess:
-    name: str  # e.g. "producer kafka-trial-txn-1a2b-0", the transactional.id it runs
+    name: str  # e.g. "producer kt-1a2b-0": the transactional.id it runs
     pid: int
+    # What the client is doing right now (the call it is in), None between calls.
+    doing: Callable[[], str | None] = lambda: None
 
 
 def process_state(pid: int) -> str | None:
@@ -38,9 +41,9 @@ class ClientProcesses:
         self._paused: set[int] = set()
         self._lock = threading.Lock()
 
-    def register(self, name: str, pid: int) -> None:
+    def register(self, name: str, pid: int, doing: Callable[[], str | None] = lambda: None) -> None:
         with self._lock:
-            self._live[pid] = ClientProcess(name, pid)
+            self._live[pid] = ClientProcess(name, pid, doing)
 
     def unregister(self, pid: int) -> None:
         with self._lock:

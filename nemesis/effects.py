@@ -64,7 +64,8 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
         parts += [f"broker {b}'s clock did not show it" for b in sorted(v["missed"])]
     if isinstance(v.get("clients"), dict):
         parts += [
-            f"client {x.get('name')} (pid {pid}) frozen, state {x.get('state')}"
+            f"client {x.get('name')} (pid {pid}) frozen, state {x.get('state')}, "
+            f"in {x.get('in_call') or 'no call'}"
             for pid, x in sorted(v["clients"].items())
         ]
     if isinstance(v.get("resumed"), dict):

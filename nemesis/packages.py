@@ -442,6 +442,7 @@ class ClientPause:
             if not live:
                 raise NoTarget("no client runs in a process of its own (set producer.own_process)")
             c = random.Random(pick).choice(live)
+            doing = c.doing()
             state = CLIENTS.pause(c.pid)
             if state != "T":
                 CLIENTS.resume(c.pid)
@@ -449,7 +450,9 @@ class ClientPause:
             heal = Heal(
                 "client-resume", {"clients": [c.name]}, {}, (Undo("resume-client", client=c.pid),)
             )
-            return Done({"clients": {str(c.pid): {"name": c.name, "state": state}}}, heal)
+            # The call it was in (a commit, a produce...), if any, as the pause hit it.
+            frozen = {"name": c.name, "state": state, "in_call": doing}
+            return Done({"clients": {str(c.pid): frozen}}, heal)
 
         yield Step("client-pause", {"target": "client"}, act)
 

@@ -119,11 +119,13 @@ class ProcessProducer:
         child_end.close()
         self.name = name
         self.pid: int = self._proc.pid  # type: ignore[assignment]
-        CLIENTS.register(name, self.pid)
+        self._doing: str | None = None
+        CLIENTS.register(name, self.pid, lambda: self._doing)
         self._callbacks: dict[int, Callable[[KafkaError | None, Any], None]] = {}
         self._next = 0
 
     def _call(self, method: str, *args: Any) -> Any:
+        self._doing = method
         try:
             self._conn.send((method, args))
             # However long the child is frozen, the call waits: the application is the
@@ -137,6 +139,8 @@ class ProcessProducer:
             raise KafkaException(
                 KafkaError(KafkaError._FATAL, f"client process {self.name} is gone", fatal=True)
             ) from e
+        finally:
+            self._doing = None
         for i, offset, err in reports:
             cb = self._callbacks.pop(i, None)
             if cb is not None:

@@ -38,6 +38,11 @@ from kafka_trial.workloads.pacing import Pacer
 from kafka_trial.workloads.producer_process import ProcessProducer
 from kafka_trial.workloads.settings import ProducerSpec
 
+# A fresh cluster's first init_transactions waits for __transaction_state to be made
+# and loaded (COORDINATOR_LOAD_IN_PROGRESS): with a 2 s timeout it never got there.
+INIT_S = 30.0
+MIN_CALL_S = 10.0
+
 
 @dataclass
 class TxnWorker:
@@ -52,7 +57,10 @@ class TxnWorker:
 
     @property
     def _timeout_s(self) -> float:
-        return self.spec.transaction_timeout_ms / 1000
+        """How long a flush, commit or abort may block: the transaction's own timeout,
+        but never under 10 s, as an application's client call (Java's max.block.ms is
+        60 s) outlives a transaction timeout of a second or two."""
+        return max(self.spec.transaction_timeout_ms / 1000, MIN_CALL_S)
 
     def _new_producer(self) -> Producer | None:
         conf = self.ctx.client_config(
@@ -64,10 +72,10 @@ class TxnWorker:
             },
         )
         if not self.spec.own_process:
-            return transactional_producer(conf, self.ctx.stop, self._timeout_s)
+            return transactional_producer(conf, self.ctx.stop, INIT_S)
         name = f"producer {self.transactional_id}"
         return transactional_producer(
-            conf, self.ctx.stop, self._timeout_s, lambda c: ProcessProducer(c, name)
+            conf, self.ctx.stop, INIT_S, lambda c: ProcessProducer(c, name)
         )
 
     def run(self) -> None:

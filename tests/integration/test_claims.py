@@ -150,6 +150,25 @@ TWINS: dict[str, dict] = {
         }
         for isolation in ("read_uncommitted", "read_committed")
     },
+    # A transactional client frozen past its transaction timeout, as a GC pause would
+    # freeze it (issue 28): its producer runs in a process of its own. The coordinator
+    # looks for timed-out transactions every 10 s (Kafka's default), so a 10 s pause
+    # outlasts the 2 s timeout, and may outlast the coordinator's next look.
+    "txn-client-pause": {
+        "producer": {
+            "transactional": True,
+            "own_process": True,
+            "clients": 2,
+            "batch": 6,
+            "txn_partitions": 3,
+            "transaction_timeout_ms": 2000,
+            "delivery_timeout_ms": 2000,
+        },
+        "consumer": {"workers": 1, "isolation_level": "read_committed"},
+        "nemesis": {"faults": ["client-pause"], "fault_s": 10, "quiet_s": 8},
+        "check": {"allowed": []},
+        "duration_s": 26,  # a pause at 8-18 s, and time after it to commit again
+    },
     # C9's twin: the same crashes without the application's resend.
     "restart-no-resend": merge_config(
         preset("producer-restart-resend"),
@@ -181,7 +200,7 @@ def claims_campaign(tmp_path_factory: pytest.TempPathFactory, images) -> Path:
     runs = {name: {**preset(name), "duration_s": LONGER_S.get(name, RUN_S)} for name in EXPECT}
     for name, config in TWINS.items():
         quiet = not config.get("nemesis", {}).get("faults", True)
-        runs[name] = {**config, "duration_s": NO_FAULTS_S if quiet else RUN_S}
+        runs[name] = {"duration_s": NO_FAULTS_S if quiet else RUN_S, **config}
     # Runs on the write-back filesystem need a cluster of their own: last, so that the
     # warm cluster is replaced once.
     runs = dict(sorted(runs.items(), key=lambda kv: _on_writeback(kv[1])))
@@ -422,3 +441,41 @@ def test_eos_copier_crashes_mid_transaction_and_still_copies_exactly_once(
     assert any(o.error == "copier crashed before commit" for o in copies), "need crashes"
     offsets = [o for o in ops if o.f == "group-offsets" and o.type == "ok"]
     assert offsets and any(x["offset"] for x in offsets[0].value[0]["offsets"])
+
+
+@pytest.mark.slow
+def test_a_frozen_client_holds_its_transaction_open_and_the_history_stays_whole(
+    claims_campaign: Path,
+) -> None:
+    """client-pause: one of two transactional clients, in its own process, frozen for
+    10 s, far past its 2 s transaction timeout. While it is frozen the other goes on;
+    the frozen one completes nothing, and the op it was in completes only after the
+    resume. Every op completes once, and the checker finds nothing forbidden: whatever
+    the coordinator did to the open transaction, the history says it consistently."""
+    ops, res = _run(claims_campaign, "txn-client-pause")
+    pauses = [o for o in ops if o.f == "client-pause" and o.type == "ok"]
+    assert pauses, [o for o in ops if o.process == "nemesis"]
+    (pid, frozen), *_ = pauses[0].value["clients"].items()
+    assert frozen["state"] == "T"
+    resume = next(o for o in ops if o.f == "client-resume" and o.time > pauses[0].time)
+    resumed = next(o for o in ops if o.index > resume.index and o.f == "client-resume")
+    assert resumed.type == "ok" and resumed.value["resumed"][pid] != "T"
+    start, end = pauses[0].time, resume.time
+    txns = [o for o in ops if o.f == "txn"]
+    done_in_pause = {o.process for o in txns if o.type != "invoke" and start < o.time < end}
+    assert done_in_pause, "the client that was not frozen must go on"
+    # The frozen client's op: open across the whole pause, completed after the resume.
+    opened: dict[object, object] = {}
+    spanning = []
+    for o in txns:
+        if o.type == "invoke":
+            opened[o.process] = o
+            continue
+        inv = opened.pop(o.process, None)
+        assert inv is not None, f"process {o.process} completed an op it never invoked"
+        if inv.time < start and o.time > end:  # type: ignore[attr-defined]
+            spanning.append((inv, o))
+    assert spanning, "no op of the frozen client spans its pause"
+    assert all(o.process not in done_in_pause for _, o in spanning)
+    assert any(o.type == "ok" and o.time > end for o in txns), "no commit after the resume"
+    assert res["valid"] is True, (_counts(res), res["forbidden_seen"])

@@ -433,7 +433,7 @@ def test_client_pause_freezes_a_client_process_and_its_heal_wakes_it(tmp_path: P
     """A real process stands in for the client (the producer's own process is
     test_producer_process.py's): the kernel's state is what the ops record."""
     child = subprocess.Popen(["sleep", "60"])
-    CLIENTS.register("producer t-1", child.pid)
+    CLIENTS.register("producer t-1", child.pid, lambda: "commit")
     try:
         _, nem, history = make(tmp_path)
         assert nem.apply("client-pause").ok
@@ -447,7 +447,9 @@ def test_client_pause_freezes_a_client_process_and_its_heal_wakes_it(tmp_path: P
             "client-resume",
             "ok",
         )
-        assert done.value["clients"] == {str(child.pid): {"name": "producer t-1", "state": "T"}}
+        assert done.value["clients"] == {
+            str(child.pid): {"name": "producer t-1", "state": "T", "in_call": "commit"}
+        }
         assert healed.value["resumed"][str(child.pid)] in ("S", "R")
         assert "frozen, state T" in effect(done.f, done.type, done.value)
     finally:

@@ -62,6 +62,8 @@ def test_a_paused_child_holds_the_call_until_it_is_resumed(producer: ProcessProd
 
     threading.Thread(target=call, daemon=True).start()
     assert not done.wait(1.0), "a frozen client answered"
+    (client,) = CLIENTS.live()
+    assert client.doing() in ("begin_transaction", "produce", "commit_transaction")
     assert process_state(producer.pid) == "T"
     assert CLIENTS.resume_all() == [producer.pid]
     assert done.wait(10), "the resumed client never answered"

@@ -217,6 +217,14 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("aborted-read", "torn-txn", "lost-write"),
     ),
+    "txn-jepsen": Claim(
+        "KAFKA-17754",
+        "a produce or EndTxn delayed past its transaction's end, by pauses, latency or a "
+        "coordinator's own timeout abort, does not land in a later transaction (Jepsen's "
+        "recipe, with librdkafka)",
+        "none",
+        ("aborted-read", "torn-txn", "lost-write"),
+    ),
     "txn-cycles": Claim(
         "cycles",
         "read_uncommitted does not isolate transactions: a transaction's reads of others "

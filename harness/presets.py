@@ -296,6 +296,48 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "check": {"allowed": []},
     },
+    # KAFKA-17754 by Jepsen's own recipe (issue 28, docs/findings.md): a 1 s
+    # transaction timeout, so that the coordinator aborts on its own (it looks every
+    # second here) while requests are still on their way; an abort after any error;
+    # pauses of the transaction coordinator and of a leader, latency on a leader's
+    # client links, and clients frozen in their own processes, each past the timeout.
+    # librdkafka allows no delivery timeout above the transaction timeout, nor a socket
+    # timeout above it + 100 ms: Jepsen's 10 s delivery timeout is 1 s here, and its
+    # 3 s request timeout is the produce request's (acks wait) only.
+    "txn-jepsen": {
+        "name": "txn-jepsen",
+        "cluster": {
+            "broker_config": {
+                "transaction.state.log.num.partitions": "1",
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+            }
+        },
+        "producer": {
+            "transactional": True,
+            "own_process": True,
+            "clients": 4,
+            "batch": 10,
+            "txn_partitions": 3,
+            "transaction_timeout_ms": 1000,
+            "delivery_timeout_ms": 1000,
+            "request_timeout_ms": 3000,
+            "abort_after_error": True,
+        },
+        "consumer": {"workers": 1, "isolation_level": "read_committed"},
+        "nemesis": {
+            "faults": ["pause", "degrade", "client-pause"],
+            "targets": ["txn-coordinator", "leader"],
+            "fault_s": 4,
+            "quiet_s": 3,
+            "degrade": {
+                "type": "latency",
+                "attributes": {"latency": 2500, "jitter": 1000},
+                "stream": "upstream",
+                "links": "client",
+            },
+        },
+        "check": {"allowed": []},
+    },
     # Transactions that read while they write, so that real histories have wr edges
     # between transactions (checks_cycles.py). A transaction's poll (txn_poll) reads
     # its partitions from where its own sends landed; read_committed returns nothing
@@ -547,6 +589,13 @@ PRESET_WORDS: dict[str, tuple[str, str]] = {
     "eos-copier": (
         "consume-transform-produce copiers that crash before commit",
         "kill-leader",
+    ),
+    "txn-jepsen": (
+        "Jepsen's KAFKA-17754 recipe: transactions over 3 partitions with a 1 s "
+        "transaction timeout (the coordinator looks every second), 1 s delivery and 3 s "
+        "request timeouts, an abort after any error; producers in processes of their own",
+        "pause of the transaction coordinator or a leader, 2.5 s latency on its client "
+        "links, client-pause; 4 s each",
     ),
     "eos-failover": (
         "eos-copier's copiers, 20% crash before commit, with librdkafka's debug log; one "

@@ -40,6 +40,12 @@ class ProducerSpec(Frozen):
         "window of KAFKA-17754",
     )
     transaction_timeout_ms: int = Field(60000, ge=1000)
+    abort_after_error: bool = Field(
+        False,
+        description="after any error in a transaction (its commit's too) that is not "
+        "fatal, not only one that requires an abort, try abort_transaction and go on "
+        "(Jepsen's Kafka recipe); the op is `fail` only if the abort returned, else `info`",
+    )
     own_process: bool = Field(
         False,
         description="each transactional client runs in a process of its own, which the "

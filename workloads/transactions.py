@@ -193,7 +193,7 @@ class TxnWorker:
             err = e.args[0]
             error = err.name()
             outcome = "info"
-            if err.txn_requires_abort():
+            if err.txn_requires_abort() or (self.spec.abort_after_error and not err.fatal()):
                 try:
                     producer.abort_transaction(self._timeout_s)
                     outcome = "fail"

@@ -248,6 +248,7 @@ def _counts(res: dict) -> dict[str, int]:
 # (examples/campaigns/hunt-*.yaml), not this one.
 ELSEWHERE = {
     "eos-failover",
+    "txn-jepsen",
     "disk-full",
     "power-loss-one",
     "corrupt",

@@ -22,10 +22,15 @@ from pathlib import Path
 # Broker log lines (INFO) that speak of a transaction ended behind the client's back
 # or of a request that came too late for its producer epoch.
 BROKER_LINES = {
-    "coordinator timed a transaction out": re.compile(r"due to timeout|timed out", re.I),
+    "transaction rolled back on its timeout": re.compile(
+        r"rollback of ongoing transaction.*due to timeout|due to timeout", re.I
+    ),
+    "producer (re)initialized, epoch bumped": re.compile(
+        r"Initialized transactionalId .* producer epoch", re.I
+    ),
     "producer fenced / old epoch": re.compile(
         r"ProducerFenced|InvalidProducerEpoch|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED|"
-        r"smaller than the last seen epoch|epoch.*is older",
+        r"smaller than the last seen epoch",
         re.I,
     ),
     "invalid transaction state": re.compile(r"InvalidTxnState|INVALID_TXN_STATE", re.I),

@@ -47,6 +47,51 @@ ANOMALIES = (
 )
 
 
+def takeovers(history: Path) -> Counter[str]:
+    """Exactly-once copiers (txn ops with a poll micro-op): each time a copier instance
+    (process) reads an input partition another instance read before, where it began
+    against the offset the committed copies had reached when it was invoked:
+    `at committed`, `rewound` (below it: C11's duplicate), `skipped` (above it), or
+    `first` (nothing committed yet)."""
+    ops = [json.loads(line) for line in history.open()]
+    invoked = {
+        o["process"]: o["time"] for o in ops if o.get("f") == "txn" and o["type"] == "invoke"
+    }
+    done: list[tuple[int, dict[int, int]]] = []  # (completion time, partition -> next offset)
+    reader: dict[int, object] = {}
+    out: Counter[str] = Counter()
+    for o in ops:
+        if o.get("f") != "txn":
+            continue
+        if o["type"] == "invoke":
+            invoked[o["process"]] = o["time"]
+            continue
+        polls = [m for m in o["value"] if m.get("op") == "poll" and m.get("records")]
+        if not polls:
+            continue
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for r in polls[0]["records"]:
+            first.setdefault(r["partition"], r["offset"])
+            last[r["partition"]] = r["offset"] + 1
+        start = invoked.get(o["process"], o["time"])
+        for p, off in first.items():
+            if reader.get(p) not in (None, o["process"]):
+                committed = max((n.get(p, 0) for t, n in done if t < start), default=0)
+                if committed == 0:
+                    out["first"] += 1
+                elif off == committed:
+                    out["at committed"] += 1
+                elif off < committed:
+                    out["rewound"] += 1
+                else:
+                    out["skipped"] += 1
+            reader[p] = o["process"]
+        if o["type"] == "ok":
+            done.append((o["time"], last))
+    return out
+
+
 def summarize(camp: Path) -> dict[str, dict[str, object]]:
     state = json.loads((camp / "campaign.json").read_text())
     out: dict[str, dict[str, object]] = {}
@@ -66,6 +111,7 @@ def summarize(camp: Path) -> dict[str, dict[str, object]]:
                 "witness_runs": defaultdict(list),
                 "faults": Counter(),
                 "broker_lines": Counter(),
+                "copier_takeovers": Counter(),
             },
         )
         group["runs"] += 1  # type: ignore[operator]
@@ -78,6 +124,7 @@ def summarize(camp: Path) -> dict[str, dict[str, object]]:
                     group["errors"][op["error"].split(",")[0]] += 1  # type: ignore[index]
             if op.get("process") == "nemesis" and op["type"] == "ok" and op["f"] != "heal-all":
                 group["faults"][op["f"]] += 1  # type: ignore[index]
+        group["copier_takeovers"].update(takeovers(run / "history.jsonl"))  # type: ignore[attr-defined]
         res = json.loads((run / "results.json").read_text())
         for a in ANOMALIES:
             n = (res["anomalies"].get(a) or {}).get("count") or 0
@@ -96,7 +143,7 @@ def main() -> None:
     camp = Path(sys.argv[1])
     for name, g in sorted(summarize(camp).items()):
         print(f"## {name}: {g['runs']} runs, verdicts {dict(g['verdicts'])}")  # type: ignore[arg-type]
-        for field in ("txns", "errors", "anomalies", "faults", "broker_lines"):
+        for field in ("txns", "errors", "anomalies", "faults", "broker_lines", "copier_takeovers"):
             print(f"  {field}: {dict(g[field])}")  # type: ignore[call-overload]
         for a, runs in g["witness_runs"].items():  # type: ignore[attr-defined]
             print(f"  {a} in: {', '.join(runs)}")

@@ -62,14 +62,23 @@ EXPECT: dict[str, Expect] = {
     "producer-restart-resend": Expect(seen=("duplicate",)),  # C9
     "txn": Expect(absent=("aborted-read", "torn-txn"), valid=True),  # C10
     "eos-copier": Expect(
-        absent=("eos-output-lost", "eos-output-duplicate"),
-        valid=True,
+        # C11 is about the output. The input producer's own duplicates (librdkafka's
+        # idempotent producer after message timeouts, docs/findings.md) are C8's
+        # matter: seen in 1 of 5 hunt runs of this preset on an overloaded machine.
+        absent=(
+            "eos-output-lost",
+            "eos-output-duplicate",
+            "torn-txn",
+            "aborted-read",
+            "lost-write",
+        ),
         open_finding=(
             "C11 was seen violated once before (docs/findings.md, 'C11 seen violated "
             "once'): after a coordinator failover a copier's consumer started input "
             "partition 2 at offset 0 instead of the committed 500, while another "
-            "transactional id had offsets for it pending; the cause is open (issue 28). "
-            "Keep this run's directory and its broker logs for that finding"
+            "transactional id had offsets for it pending. The cause is open: the hunt of "
+            "issue 28 (examples/campaigns/hunt-eos.yaml) did not bring it back. Keep "
+            "this run's directory and its broker logs for that finding"
         ),
     ),  # C11; and test_eos_copier_crashes_...
     "leader-epoch": Expect(absent=("inconsistent-offsets",), valid=True),  # C12

@@ -51,13 +51,15 @@ def takeovers(history: Path) -> Counter[str]:
     """Exactly-once copiers (txn ops with a poll micro-op): each time a copier instance
     (process) reads an input partition another instance read before, where it began
     against the offset the committed copies had reached when it was invoked:
-    `at committed`, `rewound` (below it: C11's duplicate), `skipped` (above it), or
-    `first` (nothing committed yet)."""
+    `at committed`, `rewound` (below it: C11's duplicate), `after info` (above it,
+    where a transaction of unknown outcome ended: it committed), `skipped` (above it
+    otherwise), or `first` (nothing committed yet)."""
     ops = [json.loads(line) for line in history.open()]
     invoked = {
         o["process"]: o["time"] for o in ops if o.get("f") == "txn" and o["type"] == "invoke"
     }
     done: list[tuple[int, dict[int, int]]] = []  # (completion time, partition -> next offset)
+    unknown: list[tuple[int, dict[int, int]]] = []  # the same, of txns that ended info
     reader: dict[int, object] = {}
     out: Counter[str] = Counter()
     for o in ops:
@@ -84,11 +86,15 @@ def takeovers(history: Path) -> Counter[str]:
                     out["at committed"] += 1
                 elif off < committed:
                     out["rewound"] += 1
+                elif any(n.get(p) == off for t, n in unknown if t < start):
+                    out["after info"] += 1
                 else:
                     out["skipped"] += 1
             reader[p] = o["process"]
         if o["type"] == "ok":
             done.append((o["time"], last))
+        elif o["type"] == "info":
+            unknown.append((o["time"], last))
     return out
 
 

@@ -47,10 +47,16 @@ def test_takeovers_at_the_committed_offset_below_it_and_above_it(tmp_path: Path)
         *_copy(2, 2, 20, [(0, 2)], "ok"),  # instance 2 takes p0 over at 2
         *_copy(4, 3, 30, [(0, 0)], "ok"),  # instance 3 begins p0 at 0: rewound
         *_copy(6, 4, 40, [(0, 9)], "info"),  # instance 4 begins at 9, past 3: skipped
+        *_copy(12, 7, 70, [(0, 10)], "ok"),  # after 4's info txn ended at 10
         *_copy(8, 5, 50, [(1, 0)], "ok"),  # p1, first reader: no takeover
         *_copy(10, 6, 60, [(1, 0)], "ok"),  # p1 again from 0, after 5 committed to 1
     ]
-    assert takeovers(_write(tmp_path, ops)) == {"at committed": 1, "rewound": 2, "skipped": 1}
+    assert takeovers(_write(tmp_path, ops)) == {
+        "at committed": 1,
+        "rewound": 2,
+        "skipped": 1,
+        "after info": 1,
+    }
 
 
 def test_a_takeover_before_any_commit_is_first(tmp_path: Path) -> None:

@@ -3,7 +3,10 @@ verb of its write-back filesystem (`fs`, cluster.storage = writeback)."""
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,14 +85,21 @@ class Broker:
                 f"broker {self.node_id} has no write-back filesystem (storage {self.storage})",
                 "start the cluster with cluster.storage = writeback",
             )
+        reply_file = f"/tmp/kt-lazyfs-reply-{uuid.uuid4().hex}.json"
         try:
-            res = self.container.exec_run([LAZYFS, "ctl", *command.split()])
+            res = self.container.exec_run(
+                [LAZYFS, "ctl", "--reply-file", reply_file, *command.split()]
+            )
         except APIError as e:
             raise TrialError(
                 f"kt-lazyfs {command!r} on broker {self.node_id}: {e.explanation or e}",
                 "the command needs the broker's container running (start it first)",
             ) from None
         lines = res.output.decode(errors="replace").strip().splitlines()
+        if not lines:
+            # Under load docker exec has ended a quick ctl with exit 0 and its output
+            # lost; the answer is in the file ctl wrote before printing it.
+            lines = self._read_container_file(reply_file).strip().splitlines()
         try:
             answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
         except json.JSONDecodeError:
@@ -103,6 +113,18 @@ class Broker:
         if answer.get("process") == "killed":
             self._await_exit()
         return answer
+
+    def _read_container_file(self, path: str) -> str:
+        """A small file's text through Docker's archive API, which also reads an exited
+        container (after a crash command); "" when it is not there."""
+        try:
+            stream, _ = self.container.get_archive(path)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = tar.next()
+                f = tar.extractfile(member) if member is not None else None
+                return f.read().decode(errors="replace") if f is not None else ""
+        except (APIError, NotFound, tarfile.TarError):
+            return ""
 
     def set_clock(self, offset_s: int) -> None:
         """The broker JVM's wall clock offset from now on (libfaketime's file: written

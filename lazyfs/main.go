@@ -1,7 +1,7 @@
 // kt-lazyfs: kafka-trial's write-back filesystem (the role of Jepsen's LazyFS).
 //
 //	kt-lazyfs run --backing DIR --mount DIR [--socket PATH] [--dirty-limit BYTES] [-- CMD ARGS...]
-//	kt-lazyfs ctl [--socket PATH] status | checkpoint | lose-unfsynced [--torn SEED] | enospc on|off | kill
+//	kt-lazyfs ctl [--socket PATH] [--reply-file PATH] status | checkpoint | lose-unfsynced [--torn SEED] | enospc on|off | kill
 //
 // `run` mounts DIR's write-back view and, given a command, runs it as its child
 // (the broker): a crash command kills the child, and when the child ends the
@@ -43,7 +43,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: kt-lazyfs run --backing DIR --mount DIR [--socket PATH] [--dirty-limit BYTES] [-- CMD ARGS...]")
-	fmt.Fprintln(os.Stderr, "       kt-lazyfs ctl [--socket PATH] status|checkpoint|lose-unfsynced [--torn SEED]|enospc on|off|kill")
+	fmt.Fprintln(os.Stderr, "       kt-lazyfs ctl [--socket PATH] [--reply-file PATH] status|checkpoint|lose-unfsynced [--torn SEED]|enospc on|off|kill")
 	os.Exit(2)
 }
 
@@ -62,6 +62,7 @@ var held net.Conn
 func ctlCmd(args []string) int {
 	fl := flag.NewFlagSet("ctl", flag.ExitOnError)
 	sock := fl.String("socket", socketDefault(), "control socket")
+	replyFile := fl.String("reply-file", "", "also write the answer to this file")
 	_ = fl.Parse(args)
 	if fl.NArg() == 0 {
 		usage()
@@ -74,6 +75,14 @@ func ctlCmd(args []string) int {
 		reply, code = string(out), 1
 	} else if strings.Contains(reply, `"error"`) {
 		code = 1
+	}
+	if *replyFile != "" {
+		// docker exec can lose a quick process's stdout under load (exit 0, no output):
+		// the caller then reads the answer here. Written whole, then renamed.
+		tmp := *replyFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(reply+"\n"), 0o644); err == nil {
+			_ = os.Rename(tmp, *replyFile)
+		}
 	}
 	fmt.Println(reply)
 	_ = os.Stdout.Sync()

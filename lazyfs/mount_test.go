@@ -423,3 +423,24 @@ func msync(b []byte) error {
 	}
 	return nil
 }
+
+// --reply-file holds the printed answer, an error answer too (no mount needed).
+func TestCtlReplyFile(t *testing.T) {
+	dir := t.TempDir()
+	reply := filepath.Join(dir, "reply.json")
+	ctl := exec.Command(os.Args[0])
+	ctl.Env = append(os.Environ(), "KT_LAZYFS_TEST_MAIN=1",
+		"KT_LAZYFS_TEST_ARGS=ctl --socket "+filepath.Join(dir, "none.sock")+" --reply-file "+reply+" status")
+	out, err := ctl.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("ctl without a mount: %v, want exit 1", err)
+	}
+	got, rerr := os.ReadFile(reply)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if string(got) != string(out) || !strings.Contains(string(got), `"error":"no kt-lazyfs at `) {
+		t.Fatalf("the reply file holds %q, ctl printed %q", got, out)
+	}
+}

@@ -7,10 +7,13 @@ their clocks are set, strobed and measured in their JVMs. Real brokers, real FUS
 
 from __future__ import annotations
 
+import io
+import tarfile
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
@@ -126,6 +129,9 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
         victim.container.reload()
         assert victim.status() == "exited"
         assert victim.container.attrs["State"]["ExitCode"] == 137
+        # The answer's second copy (Broker.fs reads it when docker exec loses the
+        # output) is readable from the exited container.
+        assert '"command":"lose-unfsynced"' in reply_files(victim)
 
         # Back on what was fsynced: it recovers its log and catches up from the others.
         bring_back(c, leader)
@@ -201,3 +207,14 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
         c.collect_logs(tmp_path_factory.mktemp("wb-logs"))
         c.teardown()
         assert containers_of(c.run_id) == []
+
+
+def reply_files(b: Broker) -> str:
+    """Every kt-lazyfs reply file in a broker container's /tmp, concatenated."""
+    stream, _ = b.container.get_archive("/tmp")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        return "".join(
+            tar.extractfile(m).read().decode()
+            for m in tar.getmembers()
+            if m.isfile() and "kt-lazyfs-reply-" in m.name and m.name.endswith(".json")
+        )

@@ -4,12 +4,16 @@ exactly what it was: no device, no capability, no FUSE."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from docker.errors import NotFound
 from kafka_trial.cluster import images
 from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.provision import (
@@ -146,3 +150,41 @@ def test_the_fs_verb_needs_writeback_storage() -> None:
     b = Broker(1, None, None, None, (9092,))  # type: ignore[arg-type]
     with pytest.raises(TrialError, match="no write-back filesystem"):
         b.fs("status")
+
+
+class _LostOutput:
+    """A container whose docker exec ends with exit 0 and no output, as Docker's did
+    under load in CI; the reply file holds what ctl answered, or is missing."""
+
+    def __init__(self, reply: str | None) -> None:
+        self.reply = reply
+        self.asked: list[str] = []
+
+    def exec_run(self, cmd: list[str]) -> SimpleNamespace:
+        self.path = cmd[cmd.index("--reply-file") + 1]
+        return SimpleNamespace(exit_code=0, output=b"")
+
+    def get_archive(self, path: str) -> tuple[list[bytes], dict]:
+        self.asked.append(path)
+        if self.reply is None or path != self.path:
+            raise NotFound("no such file")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            data = self.reply.encode()
+            info = tarfile.TarInfo(path.rsplit("/", 1)[-1])
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        return [buf.getvalue()], {}
+
+
+def test_fs_reads_the_reply_file_when_docker_exec_loses_the_output() -> None:
+    c = _LostOutput('{"files":3,"bytes":10,"command":"checkpoint"}\n')
+    b = Broker(2, c, None, None, (9092,), storage="writeback")  # type: ignore[arg-type]
+    assert b.fs("checkpoint")["files"] == 3
+    assert c.asked == [c.path] and c.path.startswith("/tmp/kt-lazyfs-reply-")
+
+
+def test_fs_without_output_or_reply_file_is_an_error_naming_the_command() -> None:
+    b = Broker(2, _LostOutput(None), None, None, (9092,), storage="writeback")  # type: ignore[arg-type]
+    with pytest.raises(TrialError, match="kt-lazyfs 'checkpoint' on broker 2 failed"):
+        b.fs("checkpoint")

@@ -98,7 +98,20 @@ class AnalysisFacts(_Part):
     session_s: float = Field(0.0, description="seconds to get a Spark session")
     cache: str = Field("", description="the columnar cache: what this analysis did with it")
     cache_found: str = Field("", description="the cache as this analysis found it")
+    parser: str = Field(
+        "",
+        description="what parsed history.jsonl: native (Python, while Spark started), "
+        "spark (Spark's JSON reader), or empty (the cache was current)",
+    )
+    native_parse_s: float = Field(
+        0.0, description="seconds the cache check and native parse took, beside the session"
+    )
     one_task: bool = Field(False, description="the history was judged in one Spark task")
+    stages_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="seconds per stage, in order: session, wait_native_parse, frames "
+        "(parse or cache read, and the shared frames), checks, stats, report_data",
+    )
     total_s: float = Field(0.0, description="seconds from start to results written")
     results_file: str = Field("", description="where this results.json was written")
 

@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any
 
 from kafka_trial.contracts.log import log
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
+from kafka_trial.spark_analysis.native_parse import to_parquet
 from pyspark.sql import DataFrame, SparkSession
 
 CACHE = "history.parquet"
@@ -90,11 +93,34 @@ class ParsedRows:
     # what was there before: "none", "stale" (a cache the JSONL no longer matches, or
     # whose record is unreadable: not used) or "current"
     found: str
+    # what parsed history.jsonl: "native" (native_parse, before Spark's session was
+    # needed), "spark" (Spark's JSON reader), or "" (nothing: the cache was current)
+    parser: str = ""
+    # Parquet the native parse wrote for this analysis only (a history too small to
+    # cache): removed by `release` once the analysis is done with the rows.
+    temp: Path | None = None
 
     @property
     def from_parquet(self) -> bool:
-        """The rows are read from the cache's Parquet files, not parsed from JSON."""
-        return self.status in ("hit", "written")
+        """The rows are read from Parquet files, not parsed from JSON."""
+        return self.status in ("hit", "written") or self.temp is not None
+
+    def release(self) -> None:
+        if self.temp is not None:
+            shutil.rmtree(self.temp, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare` did before Spark was needed: the cache's state for `parsed_rows`."""
+
+    found: str  # as ParsedRows.found
+    current: bool  # the cache matches history.jsonl now (found current, or written natively)
+    # "written", "temp" (small: Parquet in `temp`), "declined" (Spark must parse),
+    # "unwritable", or "" (not tried)
+    native: str
+    seconds: float = 0.0
+    temp: Path | None = None
 
 
 def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:
@@ -114,40 +140,99 @@ def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:
         return there, False
 
 
-def _flat_rows(spark: SparkSession, history: Path) -> DataFrame:
-    return flatten(read_json(spark, history.as_uri()))
+def _tmp_beside(cache: Path) -> Path:
+    return cache.with_name(f".{CACHE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
-def parsed_rows(spark: SparkSession, history: Path) -> ParsedRows:
-    """The flat rows (FLAT_SCHEMA) of a local history, from its cache when that
-    still matches it, else parsed from the JSON (and cached when worth it)."""
+def _install(tmp: Path, cache: Path, history: Path, want: dict[str, object]) -> bool:
+    """Make the Parquet directory `tmp` the cache of `history`, with its sidecar; False
+    (and nothing installed) if history.jsonl changed since `want` was taken."""
+    _remove(cache)
+    tmp.rename(cache)
+    if fingerprint(history) != want:
+        # Written to while it was parsed: these rows are of bytes no longer there.
+        log("history.jsonl changed while it was cached; parsing it again")
+        return False
+    side_tmp = tmp.with_name(tmp.name + ".json")
+    side_tmp.write_text(json.dumps({**want, "files": _files(cache)}))
+    os.replace(side_tmp, _sidecar(cache))
+    return True
+
+
+def prepare(history: Path) -> Prepared:
+    """Before the session: whether the cache is current, and if it is not, the native
+    parse (native_parse.py) writing it. Needs no Spark, so it runs while the JVM
+    starts. Histories below the cache's size bound are left to Spark's parse."""
+    t0 = time.monotonic()
+    native_on = os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0"
     if history.stat().st_size < _min_bytes():
-        return ParsedRows(_flat_rows(spark, history), "small", "none")
+        # Not worth a cache beside it, but the native parse still spares Spark the JSON.
+        if not native_on:
+            return Prepared("none", False, "")
+        temp = Path(tempfile.mkdtemp(prefix="kt-native-"))
+        if to_parquet(history, temp / "part-00000.snappy.parquet") is None:
+            shutil.rmtree(temp, ignore_errors=True)
+            return Prepared("none", False, "declined", time.monotonic() - t0)
+        return Prepared("none", False, "temp", time.monotonic() - t0, temp)
     cache = history.with_name(CACHE)
     want = fingerprint(history)
     there, current = _current(cache, want)
     if current:
+        return Prepared("current", True, "", time.monotonic() - t0)
+    found = "stale" if there else "none"
+    if not native_on:
+        return Prepared(found, False, "")  # the benchmark's comparison: Spark parses
+    tmp = _tmp_beside(cache)
+    try:
+        _sidecar(cache).unlink(missing_ok=True)
+        tmp.mkdir()
+        if to_parquet(history, tmp / "part-00000.snappy.parquet") is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return Prepared(found, False, "declined", time.monotonic() - t0)
+        ok = _install(tmp, cache, history, want)
+    except OSError as e:  # a read-only run directory: Spark parses the JSON
+        log(f"history cache not written ({type(e).__name__}: {str(e)[:200]}); parsing the JSON")
+        shutil.rmtree(tmp, ignore_errors=True)
+        return Prepared(found, False, "unwritable", time.monotonic() - t0)
+    return Prepared(found, ok, "written" if ok else "declined", time.monotonic() - t0)
+
+
+def _flat_rows(spark: SparkSession, history: Path) -> DataFrame:
+    return flatten(read_json(spark, history.as_uri()))
+
+
+def parsed_rows(spark: SparkSession, history: Path, prepared: Prepared | None = None) -> ParsedRows:
+    """The flat rows (FLAT_SCHEMA) of a local history, from its cache when that
+    still matches it, else parsed from the JSON (and cached when worth it).
+    `prepared`: what `prepare` already did (it is run here if not given)."""
+    prep = prepared if prepared is not None else prepare(history)
+    cache = history.with_name(CACHE)
+    if prep.current and prep.native == "written":
+        rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
+        return ParsedRows(rows, "written", prep.found, "native")
+    if prep.current:
         rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
         return ParsedRows(rows, "hit", "current")
-    found = "stale" if there else "none"
-    tmp = cache.with_name(f".{CACHE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    if prep.native == "temp" and prep.temp is not None:
+        rows = spark.read.schema(FLAT_SCHEMA).parquet(prep.temp.as_uri())
+        return ParsedRows(rows, "small", "none", "native", prep.temp)
+    if history.stat().st_size < _min_bytes():
+        return ParsedRows(_flat_rows(spark, history), "small", "none", "spark")
+    if prep.native == "unwritable":
+        return ParsedRows(_flat_rows(spark, history), "unwritable", prep.found, "spark")
+    want = fingerprint(history)
+    found = prep.found
+    tmp = _tmp_beside(cache)
     try:
         # No sidecar while the Parquet is replaced: never a half-made cache in use.
         _sidecar(cache).unlink(missing_ok=True)
         _flat_rows(spark, history).write.parquet(tmp.as_uri())
-        _remove(cache)
-        tmp.rename(cache)
-        if fingerprint(history) != want:
-            # Written to while it was parsed: these rows are of bytes no longer there.
-            log("history.jsonl changed while it was cached; parsing it again")
-            return ParsedRows(_flat_rows(spark, history), "unwritable", found)
-        side_tmp = tmp.with_name(tmp.name + ".json")
-        side_tmp.write_text(json.dumps({**want, "files": _files(cache)}))
-        os.replace(side_tmp, _sidecar(cache))
+        if not _install(tmp, cache, history, want):
+            return ParsedRows(_flat_rows(spark, history), "unwritable", found, "spark")
     except Exception as e:  # the cache is an optimisation; the JSON still answers
         log(f"history cache not written ({type(e).__name__}: {str(e)[:200]}); parsing the JSON")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.with_name(tmp.name + ".json").unlink(missing_ok=True)
-        return ParsedRows(_flat_rows(spark, history), "unwritable", found)
+        return ParsedRows(_flat_rows(spark, history), "unwritable", found, "spark")
     rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
-    return ParsedRows(rows, "written", found)
+    return ParsedRows(rows, "written", found, "spark")

@@ -10,9 +10,11 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import status
 from kafka_trial.nemesis.catalog import is_fault
 from kafka_trial.spark_analysis.checks_cycles import not_searched
-from kafka_trial.spark_analysis.columnar import parsed_rows
+from kafka_trial.spark_analysis.columnar import Prepared, parsed_rows, prepare
 from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
@@ -179,13 +181,27 @@ def analyze(
         status(None)
 
 
-def _session_for(
-    target: str | Path | HistorySource, spark_master: str | None, out_dir: Path | None
-) -> tuple[HistorySource, SparkSession, str, CheckSpec]:
-    """The history, the session that reads it, its master, and the run's check settings."""
+def _source(target: str | Path | HistorySource, out_dir: Path | None) -> HistorySource:
     src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
-    if out_dir is not None:
-        src = dataclasses.replace(src, out_dir=out_dir)
+    return dataclasses.replace(src, out_dir=out_dir) if out_dir is not None else src
+
+
+def _start_prepare(src: HistorySource) -> Future[Prepared] | None:
+    """A local history's rows made ready while the session starts (columnar.prepare:
+    the native parse on one core while the JVM starts on the other)."""
+    if src.local is None or not src.local.is_file():
+        return None
+    pool = ThreadPoolExecutor(1, thread_name_prefix="history-prepare")
+    try:
+        return pool.submit(prepare, src.local)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _session_for(
+    src: HistorySource, spark_master: str | None
+) -> tuple[SparkSession, str, CheckSpec]:
+    """The session that reads the history, its master, and the run's check settings."""
     spark: SparkSession | None = None
     if src.remote:
         # A remote history's spec.json is only reachable through Spark.
@@ -197,7 +213,7 @@ def _session_for(
     else:
         check = read_check_settings(src.spec)
     master = spark_master or check.spark_master
-    return src, spark or spark_session(master), master, check
+    return spark or spark_session(master), master, check
 
 
 def _analyze(
@@ -208,7 +224,27 @@ def _analyze(
 ) -> Results:
     status("analysis: starting Spark")
     t0 = time.monotonic()
-    src, spark, master, check = _session_for(target, spark_master, out_dir)
+    src = _source(target, out_dir)
+    preparing = _start_prepare(src)
+    try:
+        return _judge(src, preparing, spark_master, report, t0)
+    finally:
+        # An analysis that failed before it read the rows leaves no Parquet behind.
+        if preparing is not None:
+            with contextlib.suppress(Exception):
+                temp = preparing.result().temp
+                if temp is not None:
+                    shutil.rmtree(temp, ignore_errors=True)
+
+
+def _judge(
+    src: HistorySource,
+    preparing: Future[Prepared] | None,
+    spark_master: str | None,
+    report: bool,
+    t0: float,
+) -> Results:
+    spark, master, check = _session_for(src, spark_master)
     ranges = src.ranges(spark)
     if not ranges.exists():
         raise TrialError(f"{src.uri} not found", "check the URI and that Spark can read it")
@@ -225,7 +261,18 @@ def _analyze(
     )
     with _sql_settings(spark, _ONE_TASK_SQL if one_task else {}):
         status("analysis: reading the history")
-        use = None if src.local is None else parsed_rows(spark, src.local)
+        stages: dict[str, float] = {"session": round(t_session, 3)}
+        mark = time.monotonic()
+
+        def stage(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            stages[name] = round(now - mark, 3)
+            mark = now
+
+        prepared = preparing.result() if preparing is not None else None
+        stage("wait_native_parse")
+        use = None if src.local is None else parsed_rows(spark, src.local, prepared)
         fr = load(
             spark,
             src.uri,
@@ -234,8 +281,10 @@ def _analyze(
             columnar=use is not None and use.from_parquet,
         )
         tail, problems = _history_problems(spark, ranges, tail, fr)
+        stage("frames")
         status("analysis: running the checks")
         anomalies = run_checks(fr, not_searched(fr, check.cycles))
+        stage("checks")
         st = stats(fr)
         damaged_inside = fr.damaged - (1 if tail == "cut" else 0)
         problems += undecided_findings(fr, anomalies, st, damaged_inside, check.allowed)
@@ -246,14 +295,18 @@ def _analyze(
                 f"no fault was injected: the run asked for {', '.join(check.faults_asked)}, "
                 "and no fault op took effect; rerun with a longer --duration or another seed"
             )
+        stage("stats")
         facts = AnalysisFacts(
             spark_master=master,
             session_s=round(t_session, 3),
             cache=use.status if use else "remote",
             cache_found=use.found if use else "none",
+            parser=use.parser if use else "spark",
+            native_parse_s=round(prepared.seconds, 3) if prepared else 0.0,
             one_task=one_task,
             total_s=round(time.monotonic() - t0, 3),
             results_file=str(src.out_dir / "results.json"),
+            stages_s=stages,
         )
         results = _results(src, fr, anomalies, st, problems, check, tail, facts)
         src.out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,8 +316,9 @@ def _analyze(
             data["history_uri"] = src.uri
             _write_text(src.out_dir / "report-data.json", json.dumps(data, indent=2, default=str))
             total = round(time.monotonic() - t0, 3)
+            stage("report_data")
             results = results.model_copy(
-                update={"analysis": facts.model_copy(update={"total_s": total})}
+                update={"analysis": facts.model_copy(update={"total_s": total, "stages_s": stages})}
             )
         _write_text(src.out_dir / "results.json", results.to_json())
         return results

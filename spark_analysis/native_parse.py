@@ -1,0 +1,265 @@
+"""history.jsonl into the analysis's flat rows (history_parse.FLAT_SCHEMA) without
+Spark: Python's JSON parser and a loop, written as Parquet with Arrow.
+
+Spark's parse of the JSON was most of what a default run's analysis cost beyond
+its checks (issue 29). This parse runs beside the JVM's start-up and hands Spark a
+Parquet file instead.
+
+It is a strict subset of Spark's parse, never a second definition of it: it accepts
+a history only if every line is an op that Spark's parse takes as undamaged, with
+every key known and every value of exactly its kind, and then yields the rows
+Spark's flatten would (tests/unit/test_native_parse.py compares the two on random
+and edge-case histories). Anything else, a single damaged or unusual line among
+millions, and it declines (`None`), and Spark parses the JSON as before: damaged
+lines, their count and examples, and the cut-off last line stay Spark's to judge.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from kafka_trial.contracts.ops import OFFSET_FIELDS, RECORD_FIELDS, FieldKind, micro_op_fields
+from kafka_trial.spark_analysis.history_parse import (
+    CLIENT_FS,
+    FLAT_SCHEMA,
+    MICRO_OP_NAMES,
+    OP_COLUMNS,
+    OP_TYPES,
+)
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_LINE_KEYS = frozenset((*OP_COLUMNS, "value", "error"))
+_MICRO_FIELDS = micro_op_fields()
+# A record and an offset are read by their keys below: the format's change fails here.
+if set(RECORD_FIELDS) != {"topic", "partition", "offset", "value"} or set(OFFSET_FIELDS) != {
+    "topic",
+    "partition",
+    "offset",
+}:
+    raise ImportError("native_parse reads records and offsets by keys the format no longer has")
+# The micro-op fields every flat row carries (Arrow checks them): the rest are checked here.
+_MICRO_EMITTED = frozenset(("op", "role", "outcome", "client", "seq"))
+_SEND_EMITTED = _MICRO_EMITTED | {"value", "topic", "partition", "offset"}
+_MICRO_NAMES = frozenset(MICRO_OP_NAMES)
+_CLIENT_FS = frozenset(CLIENT_FS)
+_ARROW = {"StringType()": pa.string(), "LongType()": pa.int64(), "IntegerType()": pa.int32()}
+_ARROW_BOOL = pa.bool_()
+# Rows per Parquet row group (and rows held in memory as tuples before it is written).
+_GROUP_ROWS = 1 << 18
+
+
+class Declined(Exception):
+    """The line is not one this parser vouches for; Spark parses the history."""
+
+
+def arrow_schema() -> pa.Schema:
+    fields = []
+    for f in FLAT_SCHEMA.fields:
+        t = _ARROW_BOOL if repr(f.dataType) == "BooleanType()" else _ARROW[repr(f.dataType)]
+        fields.append(pa.field(f.name, t))
+    return pa.schema(fields)
+
+
+def _no_constant(name: str) -> Any:
+    raise Declined(f"non-numeric number {name}")
+
+
+class _Float:
+    """A JSON number with a fraction or exponent: Spark reads none of them into a
+    long, and Arrow would (2.0 as 2), so they become a type nothing takes."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _string(v: Any) -> None:
+    if v is not None and type(v) is not str:
+        raise Declined("not a string")
+
+
+def _check(v: Any, kind: FieldKind) -> None:
+    """A micro-op field that is not emitted, of exactly its kind (or null)."""
+    if v is None:
+        return
+    if kind == "long":
+        ok = type(v) is int and _INT64[0] <= v <= _INT64[1]
+    elif kind == "string":
+        ok = type(v) is str
+    elif kind == "bool":
+        ok = type(v) is bool
+    else:  # records, offsets, longs: lists, emitted item by item
+        ok = type(v) is list
+    if not ok:
+        raise Declined(f"not a {kind}")
+
+
+def _process(v: Any) -> str:
+    # Spark reads a number into a string column as its JSON text.
+    if type(v) is str:
+        return v
+    if type(v) is int:
+        return str(v)
+    raise Declined("process is neither a string nor an integer")
+
+
+def _rows_of_line(d: Any, emit: Callable[..., None]) -> None:
+    """The flat rows of one parsed line (see history_parse.flatten).
+
+    Emitted values are checked by Arrow when the batch becomes columns: a string, a
+    list or a float (`_Float`) where an integer goes, a number where a string goes,
+    or an integer beyond int64 fails the whole conversion. What is not emitted, and
+    what Arrow would take but Spark would not, is checked here."""
+    if type(d) is not dict or not d.keys() <= _LINE_KEYS:
+        raise Declined("not an op, or a key the format does not have")
+    index = d.get("index")
+    type_ = d.get("type")
+    f = d.get("f")
+    if index is None or type_ not in OP_TYPES or type(f) is not str:
+        raise Declined("not an op")
+    process = _process(d.get("process"))
+    _string(d.get("error"))
+    op = (index, d.get("time"), type_, process, f)
+    # The line's own row: the only one with `damaged` (never, here) and `bad_line`.
+    emit(*op, False, None, "op", None, None, None, None, None, None, None, None, None, None, None)
+    if process == "nemesis" or f not in _CLIENT_FS:
+        return  # its value is not read (any JSON)
+    value = d.get("value")
+    if type(value) is not list:
+        raise Declined("a client op's value is not a list of micro-ops")
+    for mpos, m in enumerate(value):
+        if type(m) is not dict:
+            raise Declined("a micro-op that is not an object")
+        name = m.get("op")
+        if name not in _MICRO_NAMES:
+            raise Declined("unknown micro-op")
+        for k in m.keys() - (_SEND_EMITTED if name == "send" else _MICRO_EMITTED):
+            kind = _MICRO_FIELDS.get(k)
+            if kind is None:
+                raise Declined(f"a micro-op key the format does not have: {k}")
+            _check(m[k], kind)
+        micro = (mpos, name, m.get("role"), m.get("outcome"), m.get("client"), m.get("seq"))
+        n = 0
+        if name == "send":
+            emit(
+                *op,
+                None,
+                None,
+                "send",
+                *micro,
+                0,
+                m.get("value"),
+                m.get("topic"),
+                m.get("partition"),
+                m.get("offset"),
+            )
+            n += 1
+        records = m.get("records")
+        if records:
+            for i, r in enumerate(records):
+                # Every record has exactly these four keys (contracts/ops.Record).
+                if type(r) is not dict or len(r) != 4:
+                    raise Declined("a record that is not its four keys")
+                emit(
+                    *op,
+                    None,
+                    None,
+                    "record",
+                    *micro,
+                    i,
+                    r["value"],
+                    r["topic"],
+                    r["partition"],
+                    r["offset"],
+                )
+            n += len(records)
+        for kind, key in (("offset", "offsets"), ("end", "at_end")):
+            offsets = m.get(key)
+            if offsets:
+                for i, o in enumerate(offsets):
+                    if type(o) is not dict or len(o) != 3:
+                        raise Declined("an offset that is not its three keys")
+                    emit(
+                        *op,
+                        None,
+                        None,
+                        kind,
+                        *micro,
+                        i,
+                        None,
+                        o["topic"],
+                        o["partition"],
+                        o["offset"],
+                    )
+                n += len(offsets)
+        parts = m.get("partitions")
+        if parts:
+            if None in parts:
+                raise Declined("a null partition")
+            for i, p in enumerate(parts):
+                emit(*op, None, None, "partition", *micro, i, None, None, p, None)
+            n += len(parts)
+        if not n:
+            emit(*op, None, None, "micro", *micro, 0, None, None, None, None)
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open("rb") as fh:
+        for raw in fh:
+            if b"\r" in raw:
+                raise Declined("a carriage return (Spark splits lines there too)")
+            line = raw.decode("utf-8")  # UnicodeDecodeError: declined by the caller
+            body = line[:-1] if line.endswith("\n") else line
+            if body.strip(" ") == "":
+                continue  # Spark drops lines that are blank (spaces only)
+            if not body.rstrip(" ").endswith("}"):
+                raise Declined("text after the object")
+            yield body
+
+
+def to_parquet(history: Path, out: Path) -> int | None:
+    """Write history's flat rows to the Parquet file `out`: the number of rows, or
+    None if this parser declines the history (nothing is left at `out` then)."""
+    schema = arrow_schema()
+    decode = json.JSONDecoder(parse_float=_Float, parse_constant=_no_constant).decode
+    batch: list[tuple[Any, ...]] = []
+    add = batch.append
+
+    def emit(*row: Any) -> None:
+        add(row)
+
+    def table() -> pa.Table:
+        # Rows are kept as tuples and turned into columns once per batch (in C).
+        cols = list(zip(*batch, strict=True)) or [()] * len(schema)
+        return pa.Table.from_arrays(
+            [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)], schema=schema
+        )
+
+    rows = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        writer = pq.ParquetWriter(out, schema, compression="snappy")
+        for line in _lines(history):
+            _rows_of_line(decode(line), emit)
+            if len(batch) >= _GROUP_ROWS:
+                rows += len(batch)
+                writer.write_table(table(), row_group_size=_GROUP_ROWS)
+                batch.clear()
+        if batch or rows == 0:
+            rows += len(batch)
+            writer.write_table(table(), row_group_size=_GROUP_ROWS)
+        writer.close()
+        writer = None
+        return rows
+    except (Declined, ValueError, TypeError, KeyError, OverflowError, RecursionError,
+            pa.ArrowException):  # fmt: skip
+        # ValueError: bad JSON or UTF-8; the others: a value Arrow does not take for
+        # its column (an integer beyond int64 too), a record without one of its keys.
+        if writer is not None:
+            writer.close()
+        out.unlink(missing_ok=True)
+        return None

@@ -1,7 +1,7 @@
 """Benchmark: `analyze` on generated histories, against yardsticks measured in the same run.
 
     pip install -e '.[bench]'     # duckdb, for the yardstick
-    python bench/analysis_bench.py [--sizes 100k,2M,10M,50M] [--keep DIR] [--spark-master M]
+    python bench/analysis_bench.py [--sizes default,100k,2M,10M,50M] [--keep DIR] [--spark-master M]
 
 For each size it writes a history of that many lines with planted anomalies whose
 counts are known (lost writes, duplicates, reorders), then times, each in a fresh
@@ -22,6 +22,16 @@ subprocess:
   against the goal says how much of the goal is left for the checks. And a lower
   one still: a fresh process that starts the session and counts the file's lines,
   with no parse (the least any Spark job over the file costs).
+
+`default` is a history of the default run's shape (DEFAULT_SHAPE: ten values per send
+op, producers only, a drain of ~1,000 records per poll). For it the benchmark also
+times the cold analyze with Spark parsing the JSON (KAFKA_TRIAL_NATIVE_PARSE=0), to
+say which parse is faster end to end, and `kafka-trial analyze` in a fresh process,
+what a user waits for from the end of the drain to the printed verdict.
+
+Each analyze prints its stages (results.json `analysis.stages_s`), and each ratio is
+printed beside issue 29's goal (GOALS, VERDICT_GOAL), its yardstick measured in the
+same run.
 
 Both engines must find exactly the planted counts; a mismatch is printed loudly and
 the exit status is 1. The machine is shared and times are noisy; the ratios, measured
@@ -104,8 +114,12 @@ class HistoryGen:
         producers: int = 8,
         consumers: int = 3,
         partitions: int = 6,
+        send_batch: tuple[int, int] = (1, 4),
+        drain_batch: int = DRAIN_BATCH,
     ) -> None:
         self.fh = fh
+        self.send_batch = send_batch
+        self.drain_batch = drain_batch
         self.rng = random.Random(seed)
         self.lines = 0
         self.t = 0
@@ -154,7 +168,7 @@ class HistoryGen:
         if pr.reorder is not None:
             micros.append((pr.reorder[0], self.value))
             self.value += 1
-        for _ in range(rng.randint(1, 4) - len(micros)):
+        for _ in range(rng.randint(*self.send_batch) - len(micros)):
             micros.append((rng.randrange(n), self.value))
             self.value += 1
         pr.pending = micros
@@ -293,7 +307,7 @@ class HistoryGen:
         next_nemesis = nemesis_every
         truncated = max(1, per // 4)
         # The tail (pending ops, the truncated partition, the drain) takes a few lines.
-        while self.lines + 2 * (self._logged() // DRAIN_BATCH) + 60 < target_lines:
+        while self.lines + 2 * (self._logged() // self.drain_batch) + 60 < target_lines:
             for pr in self.producers:
                 if pr.pending is None:
                     self._invoke_send(pr)
@@ -348,13 +362,13 @@ class HistoryGen:
         for i, (p, _, _) in enumerate(records):
             last_of[p] = i
         micro = '{"op":"poll","role":"drain"}'
-        for i in range(0, len(records), DRAIN_BATCH):
-            chunk = records[i : i + DRAIN_BATCH]
+        for i in range(0, len(records), self.drain_batch):
+            chunk = records[i : i + self.drain_batch]
             recs = ",".join(
                 f'{{"topic":"{TOPIC}","partition":{p},"offset":{o},"value":{v}}}'
                 for p, o, v in chunk
             )
-            done = [p for p, j in last_of.items() if i <= j < i + DRAIN_BATCH]
+            done = [p for p, j in last_of.items() if i <= j < i + self.drain_batch]
             at_end = ",".join(
                 f'{{"topic":"{TOPIC}","partition":{p},"offset":{ends[p]}}}' for p in done
             )
@@ -365,13 +379,28 @@ class HistoryGen:
             )
 
 
-def write_history(run: Path, lines: int, seed: int = SEED) -> tuple[int, Planted]:
+# The default run's shape (`kafka-trial run` with no flags, 2026-11-26: 87,806 lines,
+# 119 MB): producers only, ten values per send op, 3 partitions, and a drain that
+# reads ~1,000 records per poll; no consumer runs during the load.
+DEFAULT_RUN_LINES = 88_000
+DEFAULT_SHAPE: dict[str, Any] = {
+    "producers": 8,
+    "consumers": 0,
+    "partitions": 3,
+    "send_batch": (10, 10),
+    "drain_batch": 1_000,
+}
+
+
+def write_history(
+    run: Path, lines: int, seed: int = SEED, shape: dict[str, Any] | None = None
+) -> tuple[int, Planted]:
     from kafka_trial.harness.spec import RunSpec
 
     run.mkdir(parents=True, exist_ok=True)
     (run / "spec.json").write_text(RunSpec().to_json())
     with (run / "history.jsonl").open("w", buffering=1 << 20) as fh:
-        gen = HistoryGen(fh, seed)
+        gen = HistoryGen(fh, seed, **(shape or {}))
         planted = gen.run(lines)
     return gen.lines, planted
 
@@ -689,7 +718,12 @@ class _Sampler:
         return self.peak_kb / 1024, big, self.xmx[jvms[-1][1]] if jvms else None
 
 
-def run_child(args: list[str], sample_s: float = 0.1, script: str = __file__) -> Measured:
+def run_child(
+    args: list[str],
+    sample_s: float = 0.1,
+    script: str = __file__,
+    extra_env: dict[str, str] | None = None,
+) -> Measured:
     """Run `script` (this one by default) as a child in `args` mode, sampling its
     process tree's memory. For `_analyze`, time and peaks are those of the first
     (cold) analyze."""
@@ -699,7 +733,7 @@ def run_child(args: list[str], sample_s: float = 0.1, script: str = __file__) ->
         tempfile.TemporaryDirectory() as mark_dir,
     ):
         mark = Path(mark_dir) / "cold-done"
-        env = {**os.environ, "BENCH_MARK": str(mark)}
+        env = {**os.environ, **(extra_env or {}), "BENCH_MARK": str(mark)}
         t0, epoch0 = time.monotonic(), time.time()
         proc = subprocess.Popen([sys.executable, script, *args], stdout=out, stderr=err, env=env)
         s = _Sampler(proc.pid)
@@ -737,11 +771,15 @@ def run_child(args: list[str], sample_s: float = 0.1, script: str = __file__) ->
 
 def parse_size(s: str) -> int:
     s = s.strip()
+    if s == "default":
+        return DEFAULT_RUN_LINES
     mult = {"k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}.get(s[-1], 1)
     return int(float(s[:-1] if mult > 1 else s) * mult)
 
 
-def size_label(n: int) -> str:
+def size_label(n: int, shape: str = "") -> str:
+    if shape == "default":
+        return "default"
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
 
 
@@ -750,26 +788,38 @@ FLOORS = {
     "parse": "floor (fresh process: session + one parse, no check)",
     "read": "read floor (fresh process: session + a count of the lines, no parse)",
 }
-GOALS = {100_000: ("bare", 2.0), 2_000_000: ("duckdb", 3.0), 10_000_000: ("duckdb", 3.0)}
+# Issue 29's goals, by history: the yardstick ("bare": a bare session; "floor": Spark's
+# floor for the same file, session plus one JSON parse; "duckdb") and the ratio.
+GOALS = {
+    "default": ("bare", 3.0),
+    "100k": ("floor", 1.5),
+    "2M": ("floor", 1.5),
+    "10M": ("duckdb", 3.0),
+    "50M": ("duckdb", 4.0),
+}
+# The default run: from the end of the drain to the printed verdict (`kafka-trial
+# analyze`, report included), against a bare session.
+VERDICT_GOAL = 4.0
 
 
-def prepare(base: Path, n: int) -> tuple[Path, dict[str, Any]]:
+def prepare(base: Path, n: int, shape: str = "") -> tuple[Path, dict[str, Any]]:
     """A run dir holding a history of n lines; reused from --keep if already there."""
-    run = base / f"lines-{size_label(n)}"
+    run = base / f"lines-{size_label(n, shape)}"
     meta_p = run / "bench_meta.json"
     if meta_p.is_file() and (run / "history.jsonl").is_file():
         meta = json.loads(meta_p.read_text())
-        if meta.get("target") == n and meta.get("seed") == SEED:
+        if meta.get("target") == n and meta.get("seed") == SEED and meta.get("shape") == shape:
             meta["reused"] = True
             meta["gen_s"] = None
             _clear_run_outputs(run)
             return run, meta
     t0 = time.monotonic()
-    lines, planted = write_history(run, n)
+    lines, planted = write_history(run, n, shape=DEFAULT_SHAPE if shape == "default" else None)
     gen_s = time.monotonic() - t0
     meta = {
         "target": n,
         "seed": SEED,
+        "shape": shape,
         "lines": lines,
         "planted": asdict(planted),
         "expected": planted.expected(),
@@ -809,7 +859,11 @@ def check_counts(engine: str, counts: dict[str, Any], expected: dict[str, int]) 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="100k,2M", help="history lines, e.g. 100k,2M,10M,50M")
+    ap.add_argument(
+        "--sizes",
+        default="default,100k,2M",
+        help="history lines, e.g. default,100k,2M,10M,50M (default: the default run's shape)",
+    )
     ap.add_argument("--keep", type=Path, help="write (and reuse) the histories under DIR")
     ap.add_argument("--spark-master", default=None, help="default: the spec's (local[*])")
     ap.add_argument(
@@ -818,7 +872,7 @@ def main() -> int:
         help="also time a second analyze in the same (warm) process up to this size",
     )
     a = ap.parse_args()
-    sizes = [parse_size(s) for s in a.sizes.split(",") if s.strip()]
+    sizes = [(parse_size(s), s.strip()) for s in a.sizes.split(",") if s.strip()]
     warm_max = parse_size(a.warm_up_to)
     master = a.spark_master or "local[*]"
     if os.environ.get("KAFKA_TRIAL_SPARK_DRIVER_MEMORY"):
@@ -842,13 +896,20 @@ def main() -> int:
             f"(import {bare.result.get('import_s', 0):.1f} s, up "
             f"{bare.result.get('up_s', 0):.1f} s); tree peak RSS {bare.tree_peak_mb:.0f} MB"
         )
-        for n in sizes:
-            rows.append(bench_size(base, n, master, n <= warm_max, bare, problems))
+        for n, name in sizes:
+            shape = "default" if name == "default" else ""
+            rows.append(bench_size(base, n, master, n <= warm_max, bare, problems, shape))
     finally:
         if tmp is not None:
             tmp.cleanup()
     print_table(rows)
     for r in rows:
+        if "verdict_s" in r:
+            print(
+                f"{r['label']}: native parse {r['spark_s']:.1f} s vs Spark's parse "
+                f"{r['spark_parse_s']:.1f} s end to end; drain -> verdict {r['verdict_s']:.1f} s "
+                f"= {r['verdict_ratio']:.2f}x bare (goal <= {VERDICT_GOAL:g}x)"
+            )
         if r["verdict"] == "NO":
             print(f"GOAL MISSED at {r['label']}: ratio {r['ratio']:.1f}, goal {r['goal']}")
     if problems:
@@ -860,11 +921,25 @@ def main() -> int:
     return 0
 
 
+def _stages(an: dict[str, Any]) -> str:
+    st = an.get("stages_s") or {}
+    parser = an.get("parser") or "none (cache)"
+    native = an.get("native_parse_s", 0)
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in st.items())
+    return f"parser {parser}, native parse {native:.1f} s beside the session; stages {stages}"
+
+
 def bench_size(
-    base: Path, n: int, master: str, warm: bool, bare: Measured, problems: list[str]
+    base: Path,
+    n: int,
+    master: str,
+    warm: bool,
+    bare: Measured,
+    problems: list[str],
+    shape: str = "",
 ) -> dict[str, Any]:
-    label = size_label(n)
-    run, meta = prepare(base, n)
+    label = size_label(n, shape)
+    run, meta = prepare(base, n, shape)
     hist = run / "history.jsonl"
     mb = hist.stat().st_size / 1e6
     gen = meta["gen_s"]
@@ -887,6 +962,7 @@ def bench_size(
         f"tree peak RSS {spark.tree_peak_mb:.0f} MB, per process {_fmt_hwm(spark.hwm_mb)}, "
         f"JVM -Xmx{spark.jvm_xmx}"
     )
+    print(f"[{label}]   {_stages(an)}")
     if "warm_s" in sr:
         print(
             f"[{label}] spark analyze again in the same process (warm JVM): {sr['warm_s']:.1f} s"
@@ -904,6 +980,7 @@ def bench_size(
             f"wall; analyze() {ca.get('total_s', 0):.1f} s; cache {ca.get('cache')}; tree "
             f"peak RSS {cached.tree_peak_mb:.0f} MB"
         )
+        print(f"[{label}]   {_stages(ca)}")
         problems += [
             f"{label} (cached): {p}"
             for p in check_counts("spark", cached.result.get("counts", {}), expected)
@@ -934,8 +1011,8 @@ def bench_size(
         if not m.ok:
             print(m.stderr_tail)
             problems.append(f"{label}: the floor's {mode} failed")
-    kind, limit = GOALS.get(n, ("duckdb", None))
-    yard = bare if kind == "bare" else duck
+    kind, limit = GOALS.get(label, ("duckdb", None))
+    yard = {"bare": bare, "floor": floors["parse"]}.get(kind, duck)
 
     def per_yard(m: Measured) -> float:
         return m.wall_s / yard.wall_s if yard.wall_s else float("nan")
@@ -953,6 +1030,9 @@ def bench_size(
         )
     goal = f"<= {limit:g}x {kind}" if limit else "completes"
     passed = spark.ok if limit is None else (spark.ok and ratio <= limit)
+    extra: dict[str, Any] = {}
+    if shape == "default":
+        extra = _default_run_extras(run, master, bare, spark, label, expected, problems)
     if not spark.ok:
         ratio = float("nan")  # a crash's time is no result
     return {
@@ -973,7 +1053,57 @@ def bench_size(
         "verdict": "yes" if passed else ("NO" if spark.ok else "FAIL"),
         "rss_mb": spark.tree_peak_mb,
         "xmx": spark.jvm_xmx,
+        **extra,
     }
+
+
+def _default_run_extras(
+    run: Path,
+    master: str,
+    bare: Measured,
+    spark: Measured,
+    label: str,
+    expected: dict[str, int],
+    problems: list[str],
+) -> dict[str, Any]:
+    """The default run's other two figures: the same cold analyze with Spark parsing
+    the JSON (native parse off: which is faster end to end), and what the user waits
+    for after the drain, `kafka-trial analyze` (session, analysis, report, verdict
+    printed) in a fresh process, against the bare session."""
+    _clear_run_outputs(run)
+    by_spark = run_child(
+        ["_analyze", str(run), master, "cold"], extra_env={"KAFKA_TRIAL_NATIVE_PARSE": "0"}
+    )
+    sa = by_spark.result.get("analysis", {})
+    problems += [
+        f"{label} (Spark's parse): {p}"
+        for p in check_counts("spark", by_spark.result.get("counts", {}), expected)
+    ]
+    print(
+        f"[{label}] spark analyze with Spark parsing the JSON (native parse off): "
+        f"{by_spark.wall_s:.1f} s wall, {by_spark.wall_s / bare.wall_s:.2f}x bare "
+        f"(native: {spark.wall_s:.1f} s, {spark.wall_s / bare.wall_s:.2f}x)\n[{label}]   "
+        f"{_stages(sa)}"
+    )
+    _clear_run_outputs(run)
+    verdict = run_child(["_verdict", str(run), master])
+    if not verdict.ok:
+        print(verdict.stderr_tail)
+        problems.append(f"{label}: kafka-trial analyze failed")
+    ratio = verdict.wall_s / bare.wall_s
+    print(
+        f"[{label}] end of drain -> verdict printed (`kafka-trial analyze`, report included, "
+        f"fresh process): {verdict.wall_s:.1f} s, {ratio:.2f}x bare, goal <= {VERDICT_GOAL:g}x: "
+        f"{'yes' if ratio <= VERDICT_GOAL else 'NO'}"
+    )
+    return {"spark_parse_s": by_spark.wall_s, "verdict_s": verdict.wall_s, "verdict_ratio": ratio}
+
+
+def _child_verdict(run: Path, master: str) -> dict[str, Any]:
+    from kafka_trial.harness.cli import main as cli
+
+    code = cli(["analyze", str(run), "--spark-master", master])
+    return {"exit_code": code}
 
 
 def _fmt_hwm(h: dict[str, float]) -> str:
@@ -1022,6 +1152,8 @@ def _child_main(argv: list[str]) -> None:
         out = _child_bare_spark(argv[1])
     elif mode == "_floor":
         out = _child_floor(Path(argv[1]), argv[2], argv[3] == "parse")
+    elif mode == "_verdict":
+        out = _child_verdict(Path(argv[1]), argv[2])
     elif mode == "_duckdb":
         out = duckdb_checks(Path(argv[1]))
     else:

@@ -43,6 +43,14 @@ FORMAT = 3
 MIN_BYTES_DEFAULT = 16 << 20
 
 
+# Above this the native parse (one core, about 15 MB/s here) costs more than Spark's
+# (every core): on 2 cores it won at 93 and 149 MB (the default run's history: 38.2 s
+# against 49.1 s cold, and 45.8 s against 59.9 s after a run) and lost at 648 MB
+# (45 s of parse, 37 s of it after the session was up, against Spark's ~18 s);
+# 2026-11-26, bench/analysis_bench.py. The bound between was not measured finer.
+NATIVE_MAX_BYTES = 192 << 20
+
+
 def _min_bytes() -> int:
     return int(os.environ.get("KAFKA_TRIAL_CACHE_MIN_BYTES", MIN_BYTES_DEFAULT))
 
@@ -162,10 +170,14 @@ def _install(tmp: Path, cache: Path, history: Path, want: dict[str, object]) -> 
 def prepare(history: Path) -> Prepared:
     """Before the session: whether the cache is current, and if it is not, the native
     parse (native_parse.py) writing it. Needs no Spark, so it runs while the JVM
-    starts. Histories below the cache's size bound are left to Spark's parse."""
+    starts. A history below the cache's size bound gets its Parquet in a temporary
+    directory (`Prepared.temp`); one above NATIVE_MAX_BYTES is left to Spark's parse."""
     t0 = time.monotonic()
-    native_on = os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0"
-    if history.stat().st_size < _min_bytes():
+    size = history.stat().st_size
+    native_on = os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0" and size <= int(
+        os.environ.get("KAFKA_TRIAL_NATIVE_MAX_BYTES", NATIVE_MAX_BYTES)
+    )
+    if size < _min_bytes():
         # Not worth a cache beside it, but the native parse still spares Spark the JSON.
         if not native_on:
             return Prepared("none", False, "")

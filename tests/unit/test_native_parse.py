@@ -221,6 +221,9 @@ def test_an_analysis_parses_natively_and_judges_as_spark_s_parse_does(
     a = native["analysis"]
     assert (a["parser"], a["cache"]) == ("native", "small")
     assert not list(Path(tempfile.gettempdir()).glob("kt-native-*")), "its Parquet is removed"
+    monkeypatch.setenv("KAFKA_TRIAL_NATIVE_MAX_BYTES", "100")  # above it, Spark parses
+    assert analyze(_lossy(tmp_path / "large"))["analysis"]["parser"] == "spark"
+    monkeypatch.delenv("KAFKA_TRIAL_NATIVE_MAX_BYTES")
     monkeypatch.setenv("KAFKA_TRIAL_NATIVE_PARSE", "0")
     by_spark = analyze(_lossy(tmp_path / "spark"))
     assert by_spark["analysis"]["parser"] == "spark"

@@ -110,7 +110,7 @@ def not_searched(fr: Any, mode: str) -> dict[str, str]:
         return {}
     if mode == "off":
         return dict.fromkeys(names, "check.cycles is off")
-    if fr.ops.filter(F.col("f") == "txn").limit(1).count():
+    if fr.txn_ops:
         return {}
     why = (
         "the history holds no transaction (check.cycles: auto; "

@@ -63,7 +63,7 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
     reads = fr.reads.filter(F.col("f") == "poll").drop("f")
     # With no assignment ever moved (no group, or assign mode) every read is judged,
     # and the window needs no exchange for the union of the epoch starts.
-    rows = reads if fr.rebalances.isEmpty() else _with_epoch_starts(fr, reads)
+    rows = reads if not fr.rebalanced else _with_epoch_starts(fr, reads)
     # An op may hold several poll micro-ops, each numbering its records from 0: a
     # record's place in its op is (micro-op, record), not the record's number alone.
     w = Window.partitionBy("process", *TP).orderBy("index", "mpos", "rpos")
@@ -198,14 +198,20 @@ def known_between(
             "skipped_offset"
         ),
     )
-    # Counted first (the pairs are cached): most histories have no gap, or few, and
-    # then the known positions are not sorted for a join, only scanned once.
-    n_listed = listed.count()
+    # Counted first, in one job (the pairs are cached): most histories have no gap,
+    # or few, and then the known positions are not sorted for a join, only scanned once.
+    sizes = gaps.agg(
+        F.sum(
+            F.when(~wide, F.size(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)))
+        ).alias("listed"),
+        F.count(F.when(wide, 1)).alias("wide"),
+    ).collect()[0]
+    n_listed = sizes["listed"] or 0
     found: list[DataFrame] = []
     if n_listed:
         small = F.broadcast(listed) if n_listed <= _BROADCAST_ROWS else listed
         found.append(small.join(known, [*TP, "skipped_offset"]))
-    if not gaps.filter(wide).isEmpty():
+    if sizes["wide"]:
         found.append(
             gaps.filter(wide)
             .join(known, TP)

@@ -193,7 +193,7 @@ def torn_txn(fr: Plan) -> DataFrame:
     read past the offset, or the drain's end). A value that is only unseen proves
     nothing yet: it makes the verdict unknown through `unseen` instead."""
     txn_sends = committed_sends(fr).filter(F.col("f") == "txn")
-    if txn_sends.isEmpty():
+    if not fr.txn_ops:
         # No transaction (most runs): no distinct of every value read to join it with.
         return txn_sends.select("index", "process", "outcome")
     seen = read_values(fr).withColumn("seen", F.lit(1))

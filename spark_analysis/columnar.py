@@ -125,7 +125,7 @@ class Prepared:
     found: str  # as ParsedRows.found
     current: bool  # the cache matches history.jsonl now (found current, or written natively)
     # "written", "temp" (small: Parquet in `temp`), "declined" (Spark must parse),
-    # "unwritable", or "" (not tried)
+    # "unwritable", "failed" (it raised: Spark parses), or "" (not tried)
     native: str
     seconds: float = 0.0
     temp: Path | None = None

@@ -79,7 +79,7 @@ def proven_txns(fr: Plan) -> DataFrame:
 def writes(fr: Plan) -> DataFrame:
     """Every send (history_frames' `sends`) with `must_commit`."""
     acked = F.col("outcome") == "ok"
-    if unknown_txn_sends(fr).isEmpty():
+    if not fr.maybe_unknown_txn:
         # No transaction of unknown outcome (most runs): a projection of the sends'
         # cache, nothing to join or cache again.
         return fr.sends.withColumn("must_commit", acked)

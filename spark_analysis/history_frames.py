@@ -49,6 +49,13 @@ class Frames:
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
     # The whole history is one partition (see `load`).
     one_task: bool = False
+    # What some checks choose their plan by, from the one job that counts the damaged
+    # lines (`_decisions`), not from a job each. The defaults choose the general plan.
+    txn_ops: bool = True  # some op (not damaged) is a transaction
+    rebalanced: bool = True  # some ok op moved a partition (`rebalances` is not empty)
+    # `sends` may hold a transaction's send of outcome info: a completed txn op that
+    # ended info, or an open invoke where some op is a transaction
+    maybe_unknown_txn: bool = True
 
     def small(self, df: DataFrame) -> DataFrame:
         return _small(df)
@@ -100,17 +107,41 @@ def _records(rows: DataFrame, op: str, keep: list[str]) -> DataFrame:
     )
 
 
-def _damaged_lines(rows: DataFrame) -> tuple[int, tuple[tuple[int | None, str], ...]]:
-    """How many lines are damaged, and (index, the line's start) of the first few."""
-    bad = rows.filter((F.col("kind") == "op") & F.col("damaged"))
-    damaged = bad.count()
+def _decisions(rows: DataFrame) -> dict[str, int]:
+    """In one job: how many lines are damaged, and how many rows of each kind some
+    check chooses its plan by (a job each cost about 0.1 s on a warm session)."""
+    line = F.col("kind") == "op"
+    completed = ~line & F.col("type").isin("ok", "fail", "info")
+    when = {
+        "damaged": line & F.col("damaged"),
+        # Every micro-op has a row (of kind "micro" if it holds no item).
+        "drain_polls": completed & (F.col("f") == "poll") & (F.col("role") == "drain"),
+        "txn_ops": line & ~F.col("damaged") & (F.col("f") == "txn"),
+        # In a txn op the op's type is every send's outcome (`_all_sends`).
+        "txn_info_sends": completed
+        & (F.col("kind") == "send")
+        & (F.col("f") == "txn")
+        & (F.col("type") == "info"),
+        # `_rebalances`' rows.
+        "rebalance_rows": completed
+        & (F.col("type") == "ok")
+        & F.col("f").isin(*REBALANCE_FS)
+        & F.col("op").isin(*REBALANCE_FS)
+        & (F.col("kind") == "partition"),
+    }
+    row = rows.agg(*[F.count(F.when(c, 1)).alias(k) for k, c in when.items()]).collect()[0]
+    return {k: int(row[k]) for k in when}
+
+
+def _damaged_examples(rows: DataFrame, damaged: int) -> tuple[tuple[int | None, str], ...]:
+    """(index, the line's start) of the first few damaged lines."""
     if not damaged:
-        return damaged, ()
-    examples = tuple(
+        return ()
+    bad = rows.filter((F.col("kind") == "op") & F.col("damaged"))
+    return tuple(
         (r["index"], r["bad_line"])
         for r in bad.select("index", "bad_line").limit(DAMAGED_EXAMPLES).collect()
     )
-    return damaged, examples
 
 
 def _open_invokes(ops: DataFrame, invoked: DataFrame) -> tuple[int, DataFrame]:
@@ -176,13 +207,6 @@ def _drain_ends(ok: DataFrame) -> DataFrame:
     )
 
 
-def _drain_ran(completions: DataFrame) -> bool:
-    # Every micro-op has a row (of kind "micro" if it holds no item).
-    return (
-        completions.filter((F.col("f") == "poll") & (F.col("role") == "drain")).limit(1).count() > 0
-    )
-
-
 def _rebalances(ok: DataFrame) -> DataFrame:
     return (
         ok.filter(
@@ -223,7 +247,9 @@ def load(
         rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     # Counted before the rows are put in one partition: the parse then runs on every
     # core, and the one-task plan reads what it cached.
-    damaged, examples = _damaged_lines(rows)
+    decided = _decisions(rows)
+    damaged = decided["damaged"]
+    examples = _damaged_examples(rows, damaged)
     if one_task:
         rows = rows.coalesce(1)
     lines = rows.filter(F.col("kind") == "op")
@@ -269,8 +295,13 @@ def load(
         _rebalances(ok),
         txn_polls,
         _drain_ends(ok),
-        _drain_ran(completions),
+        decided["drain_polls"] > 0,
         polled,
         examples,
         one_task,
+        txn_ops=decided["txn_ops"] > 0,
+        rebalanced=decided["rebalance_rows"] > 0,
+        # An open invoke's sends are info: if it is a transaction's, they count too.
+        maybe_unknown_txn=decided["txn_info_sends"] > 0
+        or (open_invokes > 0 and decided["txn_ops"] > 0),
     )

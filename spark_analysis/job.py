@@ -30,7 +30,7 @@ from kafka_trial.checkers.results import (
 from kafka_trial.checkers.settings import CheckSpec
 from kafka_trial.checkers.verdict import decide
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.log import status
+from kafka_trial.contracts.log import log, status
 from kafka_trial.nemesis.catalog import is_fault
 from kafka_trial.spark_analysis.checks_cycles import not_searched
 from kafka_trial.spark_analysis.columnar import Prepared, parsed_rows, prepare
@@ -237,6 +237,18 @@ def _analyze(
                     shutil.rmtree(temp, ignore_errors=True)
 
 
+def _prepared(preparing: Future[Prepared] | None) -> Prepared | None:
+    """What the native parse did; if it failed in a way it should not have, Spark
+    parses: an optimisation never costs a verdict."""
+    if preparing is None:
+        return None
+    try:
+        return preparing.result()
+    except Exception as e:
+        log(f"native parse failed ({type(e).__name__}: {str(e)[:200]}); Spark parses the JSON")
+        return Prepared("none", False, "failed")
+
+
 def _judge(
     src: HistorySource,
     preparing: Future[Prepared] | None,
@@ -270,7 +282,7 @@ def _judge(
             stages[name] = round(now - mark, 3)
             mark = now
 
-        prepared = preparing.result() if preparing is not None else None
+        prepared = _prepared(preparing)
         stage("wait_native_parse")
         use = None if src.local is None else parsed_rows(spark, src.local, prepared)
         fr = load(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from kafka_trial.spark_analysis import job
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.native_parse import to_parquet
@@ -217,10 +218,14 @@ def _lossy(run_dir: Path) -> Path:
 def test_an_analysis_parses_natively_and_judges_as_spark_s_parse_does(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A temporary directory of its own: other workers' analyses use the machine's.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     native = analyze(_lossy(tmp_path / "native"))
     a = native["analysis"]
     assert (a["parser"], a["cache"]) == ("native", "small")
-    assert not list(Path(tempfile.gettempdir()).glob("kt-native-*")), "its Parquet is removed"
+    assert not list(own_tmp.glob("kt-native-*")), "its Parquet is removed"
     monkeypatch.setenv("KAFKA_TRIAL_NATIVE_MAX_BYTES", "100")  # above it, Spark parses
     assert analyze(_lossy(tmp_path / "large"))["analysis"]["parser"] == "spark"
     monkeypatch.delenv("KAFKA_TRIAL_NATIVE_MAX_BYTES")
@@ -253,3 +258,15 @@ def test_a_large_history_s_native_parse_is_its_cache(
     assert (run_dir / "history.parquet" / "part-00000.snappy.parquet").is_file()
     second = analyze(run_dir)["analysis"]
     assert (second["parser"], second["cache"]) == ("", "hit")
+
+
+def test_a_native_parse_that_raises_leaves_the_parse_to_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(history: Path) -> None:
+        raise RuntimeError("a bug in the optimisation")
+
+    monkeypatch.setattr(job, "prepare", broken)
+    res = analyze(_lossy(tmp_path))
+    assert res["analysis"]["parser"] == "spark"
+    assert ran(res)["lost-write"] == 1

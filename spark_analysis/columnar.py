@@ -167,11 +167,12 @@ def _install(tmp: Path, cache: Path, history: Path, want: dict[str, object]) -> 
     return True
 
 
-def prepare(history: Path) -> Prepared:
+def prepare(history: Path, temp_ok: bool = True) -> Prepared:
     """Before the session: whether the cache is current, and if it is not, the native
     parse (native_parse.py) writing it. Needs no Spark, so it runs while the JVM
     starts. A history below the cache's size bound gets its Parquet in a temporary
-    directory (`Prepared.temp`); one above NATIVE_MAX_BYTES is left to Spark's parse."""
+    directory (`Prepared.temp`), unless not `temp_ok` (a cluster's executors would
+    not see it); one above NATIVE_MAX_BYTES is left to Spark's parse."""
     t0 = time.monotonic()
     size = history.stat().st_size
     native_on = os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0" and size <= int(
@@ -179,7 +180,7 @@ def prepare(history: Path) -> Prepared:
     )
     if size < _min_bytes():
         # Not worth a cache beside it, but the native parse still spares Spark the JSON.
-        if not native_on:
+        if not native_on or not temp_ok:
             return Prepared("none", False, "")
         temp = Path(tempfile.mkdtemp(prefix="kt-native-"))
         if to_parquet(history, temp / "part-00000.snappy.parquet") is None:

@@ -186,14 +186,21 @@ def _source(target: str | Path | HistorySource, out_dir: Path | None) -> History
     return dataclasses.replace(src, out_dir=out_dir) if out_dir is not None else src
 
 
-def _start_prepare(src: HistorySource) -> Future[Prepared] | None:
+def _start_prepare(src: HistorySource, spark_master: str | None) -> Future[Prepared] | None:
     """A local history's rows made ready while the session starts (columnar.prepare:
     the native parse on one core while the JVM starts on the other)."""
     if src.local is None or not src.local.is_file():
         return None
+    try:
+        master = spark_master or read_check_settings(src.spec).spark_master
+    except TrialError:
+        return None  # the session's start reports the bad spec
+    # A cluster's executors read the history where it is (shared storage, say): the
+    # cache beside it is there too, a temporary directory of this machine's is not.
+    temp_ok = master.startswith("local")
     pool = ThreadPoolExecutor(1, thread_name_prefix="history-prepare")
     try:
-        return pool.submit(prepare, src.local)
+        return pool.submit(prepare, src.local, temp_ok)
     finally:
         pool.shutdown(wait=False)
 
@@ -225,7 +232,7 @@ def _analyze(
     status("analysis: starting Spark")
     t0 = time.monotonic()
     src = _source(target, out_dir)
-    preparing = _start_prepare(src)
+    preparing = _start_prepare(src, spark_master)
     try:
         return _judge(src, preparing, spark_master, report, t0)
     finally:

@@ -4,6 +4,7 @@ every line Spark counts as damaged, and any line it is unsure of, makes it decli
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -11,10 +12,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from kafka_trial.spark_analysis import job
+from kafka_trial.spark_analysis import columnar, job
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.native_parse import to_parquet
+from kafka_trial.spark_analysis.sources import resolve
 
 from tests.histories import Builder
 from tests.results import ran
@@ -270,3 +272,23 @@ def test_a_native_parse_that_raises_leaves_the_parse_to_spark(
     res = analyze(_lossy(tmp_path))
     assert res["analysis"]["parser"] == "spark"
     assert ran(res)["lost-write"] == 1
+
+
+def test_for_a_cluster_a_small_history_gets_no_temporary_parquet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spark:// master's executors read the history where it is; a temporary
+    directory of the driver's machine is not there, the cache beside the history is."""
+    run_dir = _lossy(tmp_path)
+    src = resolve(run_dir, None)
+    prepared = job._start_prepare(src, "spark://elsewhere:7077")
+    assert prepared is not None and prepared.result().native == ""
+    here = job._start_prepare(src, None).result()  # the spec's master: local[*]
+    assert here.native == "temp" and here.temp is not None
+    shutil.rmtree(here.temp)
+    # One large enough to cache is parsed natively for a cluster too: into the cache.
+    monkeypatch.setenv("KAFKA_TRIAL_CACHE_MIN_BYTES", "0")
+    assert src.local is not None
+    cached = columnar.prepare(src.local, temp_ok=False)
+    assert (cached.native, cached.current) == ("written", True)
+    assert (run_dir / "history.parquet").is_dir()

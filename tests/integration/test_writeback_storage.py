@@ -112,8 +112,10 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
 
         c.clock_probe.ensure()  # as the runner does once the cluster is ready
         # What the run starts on is on disk (the runner settles storage before a run).
+        # Not "no dirty bytes after it": KRaft appends a no-op record to the metadata
+        # log every 500 ms when idle (metadata.max.idle.interval.ms), so a broker is
+        # never clean for long (a CI run saw it dirty again at once).
         assert c.settle_storage()["files"] > 0
-        assert all(b.fs("status")["dirty_bytes"] == 0 for b in c.brokers.values())
 
         acked = produce(c.bootstrap, N)
         leader = c.leader_of(TOPIC.name, 0)

@@ -105,17 +105,13 @@ class ParsedRows:
     # needed), "spark" (Spark's JSON reader), or "" (nothing: the cache was current)
     parser: str = ""
     # Parquet the native parse wrote for this analysis only (a history too small to
-    # cache): removed by `release` once the analysis is done with the rows.
+    # cache): job._analyze removes it once the analysis is done, or has failed.
     temp: Path | None = None
 
     @property
     def from_parquet(self) -> bool:
         """The rows are read from Parquet files, not parsed from JSON."""
         return self.status in ("hit", "written") or self.temp is not None
-
-    def release(self) -> None:
-        if self.temp is not None:
-            shutil.rmtree(self.temp, ignore_errors=True)
 
 
 @dataclass(frozen=True)

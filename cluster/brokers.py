@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import tarfile
 import uuid
 from dataclasses import dataclass
@@ -155,18 +156,34 @@ class Broker:
 
     def strobe_clock(self, offset_s: int, period_ms: int, duration_s: float) -> None:
         """Flip the JVM's clock between `offset_s` and true every `period_ms`, for
-        `duration_s` or until `set_clock` (which ends the strobe first)."""
+        `duration_s` or until `set_clock` (which ends the strobe first). Returns once
+        the loop has written its first offset: a detached exec can start seconds late
+        on a loaded host, and the caller's measuring window must not begin before it."""
         self._clock_guard()
         p = period_ms / 1000
         f = FAKETIME_FILE
+        started = f"{STROBE_FLAG}.started"
         loop = (
-            f"touch {STROBE_FLAG}; end=$((SECONDS+{int(duration_s) + 1})); "
+            f"touch {STROBE_FLAG}; end=$((SECONDS+{int(duration_s) + 1})); first=1; "
             f"while [[ -e {STROBE_FLAG} ]] && ((SECONDS<end)); do "
-            f"echo '{offset_s:+d}' > {f}.s && mv {f}.s {f}; sleep {p}; "
+            f"echo '{offset_s:+d}' > {f}.s && mv {f}.s {f}; "
+            f"((first)) && touch {started}; first=0; sleep {p}; "
             f"[[ -e {STROBE_FLAG} ]] || break; "
             f"echo '+0' > {f}.s && mv {f}.s {f}; sleep {p}; done"
         )
-        self.container.exec_run(["bash", "-c", loop], detach=True)
+        # The loop runs on in its own session with no hold on the exec's output, so
+        # the exec ends when the loop has begun, not when it ends.
+        starter = (
+            f"rm -f {started}; setsid bash -c {shlex.quote(loop)} </dev/null >/dev/null 2>&1 & "
+            f"for _ in $(seq 100); do [[ -e {started} ]] && exit 0; sleep 0.05; done; exit 3"
+        )
+        res = self.container.exec_run(["bash", "-c", starter])
+        if res.exit_code != 0:
+            raise TrialError(
+                f"broker {self.node_id}'s clock strobe did not start (exit {res.exit_code}): "
+                f"{(res.output or b'').decode(errors='replace')[-200:]}",
+                "the broker's container must be running",
+            )
 
     def fs_final_status(self) -> dict[str, Any] | None:
         """kt-lazyfs's last `status`, which it logs as it ends: what a broker that has

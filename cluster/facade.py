@@ -300,11 +300,12 @@ class Cluster:
         self, node: int, offset_s: int, period_ms: int, duration_s: float
     ) -> dict[str, Any]:
         self.brokers[node].strobe_clock(offset_s, period_ms, duration_s)
-        # Sample until the JVM has shown both values, or for three periods and the
-        # two cache periods libfaketime may take to read a flip: its cache makes a
-        # flip show late, or (at the shortest periods) not at all.
+        # Sample from the loop's first write until the JVM has shown both values, or
+        # for as long as the strobe runs: libfaketime's cache makes a flip show late,
+        # or (at the shortest periods) not at all, and on a loaded host each sample
+        # can take a second, so a window of a few periods can miss the offset.
         seen: list[float] = []
-        deadline = time.monotonic() + min(duration_s, 3 * period_ms / 1000 + 2 * FAKETIME_CACHE_S)
+        deadline = time.monotonic() + max(duration_s, 2 * period_ms / 1000 + 2 * FAKETIME_CACHE_S)
         while time.monotonic() < deadline:
             seen.append(self.clock_probe.offset(node)["offset_s"])
             if any(abs(x) < 0.5 for x in seen) and any(abs(x - offset_s) < 0.5 for x in seen):

@@ -27,6 +27,9 @@ class DegradeSpec(Frozen):
         return self
 
 
+MIN_STROBE_MS = 4000
+
+
 class ClockSpec(Frozen):
     """What `clock` does to a broker's wall clock: a bump by each offset in turn, held
     until the heal, or with `strobe_ms` a flip between the offset and true every
@@ -37,12 +40,15 @@ class ClockSpec(Frozen):
 
     @model_validator(mode="after")
     def _strobe_slower_than_the_cache(self) -> ClockSpec:
-        # libfaketime reads its offset file once a second (docker/kafka/entrypoint.sh):
-        # a faster strobe would show the JVM a random subset of its flips.
-        if 0 < self.strobe_ms < 1000:
+        # libfaketime (cache duration 1, docker/kafka/entrypoint.sh) was measured to
+        # read its offset file every 2 s in the brokers' JVMs: a strobe of 1000 ms
+        # showed one of its two values for 12 s on end, and one of 2500 ms skipped a
+        # flip. Only a value held for two reads is sure to be seen.
+        if 0 < self.strobe_ms < MIN_STROBE_MS:
             raise ValueError(
-                f"nemesis.clock.strobe_ms={self.strobe_ms} is below 1000: the brokers' "
-                "libfaketime reads its offset once a second; use 1000 or more"
+                f"nemesis.clock.strobe_ms={self.strobe_ms} is below {MIN_STROBE_MS}: the "
+                "brokers' libfaketime reads its offset every 2 s, so a faster strobe hides "
+                f"flips from the JVM; use {MIN_STROBE_MS} or more"
             )
         return self
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -188,3 +189,43 @@ def test_fs_without_output_or_reply_file_is_an_error_naming_the_command() -> Non
     b = Broker(2, _LostOutput(None), None, None, (9092,), storage="writeback")  # type: ignore[arg-type]
     with pytest.raises(TrialError, match="kt-lazyfs 'checkpoint' on broker 2 failed"):
         b.fs("checkpoint")
+
+
+class _LocalShell:
+    """A container whose exec runs the command in this machine's bash, with the
+    clock files moved under a temporary directory: the strobe's own script, run."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def exec_run(self, cmd: list[str]) -> SimpleNamespace:
+        script = cmd[-1].replace("/run/", f"{self.root}/")
+        res = subprocess.run(["bash", "-c", script], capture_output=True, timeout=30)
+        return SimpleNamespace(exit_code=res.returncode, output=res.stdout + res.stderr)
+
+
+def test_a_strobe_returns_once_its_loop_has_written_the_offset(tmp_path: Path) -> None:
+    # The measuring window starts when strobe_clock returns; CI once measured a whole
+    # window of true time because a detached exec began late. Returning only after
+    # the loop's first write, and long before the strobe ends, closes that gap.
+    b = Broker(3, _LocalShell(tmp_path), None, None, (9092,), clock="faketime")  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    b.strobe_clock(60, 400, 30)
+    assert time.monotonic() - t0 < 5  # not the strobe's 30 s
+    clock = tmp_path / "kt-faketime"
+    assert clock.read_text().strip() == "+60"
+    seen = set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(seen) < 2:
+        seen.add(clock.read_text().strip())
+        time.sleep(0.05)
+    assert seen == {"+60", "+0"}
+    b.set_clock(0)  # ends the strobe: the flag is gone and the file stays true
+    time.sleep(1)
+    assert not (tmp_path / "kt-strobe").exists() and clock.read_text().strip() == "+0"
+
+
+def test_a_strobe_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    b = Broker(3, _LocalShell(tmp_path / "absent"), None, None, (9092,), clock="faketime")  # type: ignore[arg-type]
+    with pytest.raises(TrialError, match="broker 3's clock strobe did not start"):
+        b.strobe_clock(60, 400, 30)

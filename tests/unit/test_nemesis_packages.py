@@ -250,11 +250,11 @@ def test_a_clock_fault_on_real_clocks_completes_info(tmp_path: Path) -> None:
 
 
 def test_clock_strobe_is_judged_by_the_extreme_it_reached(tmp_path: Path) -> None:
-    spec = ALL.model_copy(update={"clock": ALL.clock.model_copy(update={"strobe_ms": 1000})})
+    spec = ALL.model_copy(update={"clock": ALL.clock.model_copy(update={"strobe_ms": 4000})})
     cluster, nem, history = make(tmp_path, spec)
     assert nem.apply("clock", pick=1).ok
     got = read_history(history.path).ops
-    assert got[0].value["strobe_ms"] == 1000 and got[1].value["clock"]["1"]["min_s"] == -120
+    assert got[0].value["strobe_ms"] == 4000 and got[1].value["clock"]["1"]["min_s"] == -120
     nem.heal("clock")
     assert cluster.whole
 

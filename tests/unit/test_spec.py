@@ -123,8 +123,8 @@ def test_a_clock_fault_needs_libfaketime_and_its_settings_are_checked() -> None:
         build_spec({"cluster": {"clock": "faketime"}, "nemesis": {"clock": {"offsets_s": []}}})
     with pytest.raises(TrialError, match="kafka_image"):
         build_spec({"cluster": {"clock": "faketime", "kafka_image": "apache/kafka:4.0.0"}})
-    with pytest.raises(TrialError, match="strobe_ms=200 is below 1000"):
-        build_spec({"cluster": {"clock": "faketime"}, "nemesis": {"clock": {"strobe_ms": 200}}})
+    with pytest.raises(TrialError, match="strobe_ms=2000 is below 4000"):
+        build_spec({"cluster": {"clock": "faketime"}, "nemesis": {"clock": {"strobe_ms": 2000}}})
     with pytest.raises(TrialError, match="corrupt_modes"):
         build_spec({"nemesis": {"corrupt_modes": ["shred"]}})
     kept = build_spec({"topic": {"retention_ms": 600000, "segment_ms": 5000}}).topic

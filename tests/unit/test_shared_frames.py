@@ -1,0 +1,49 @@
+"""The frames the checks share: each ends its plan where it is kept, and an
+analysis gives back what it kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_trial.spark_analysis.history_frames import load
+from kafka_trial.spark_analysis.queue_checks import run_checks
+from kafka_trial.spark_analysis.shared_frames import Plan
+from pyspark.sql import functions as F
+
+from tests.histories import Builder
+
+
+def _history(tmp_path: Path) -> Path:
+    b = Builder(tmp_path / "run")
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "info")])
+    b.poll(2, [(1, 0, 0), (1, 0, 0)])
+    b.drain(1, [(1, 0, 0)], at_end={0: 1})
+    return b.done() / "history.jsonl"
+
+
+def _kept(spark) -> int:
+    return spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+
+
+def test_a_shared_frame_is_a_plan_of_one_node_on_a_local_master(spark, tmp_path: Path) -> None:
+    # Checks built on checks built plans of ~5,000 nodes, planned again for every
+    # frame on top: that, not the data, was most of a planted batch's analysis.
+    fr = Plan(load(spark, str(_history(tmp_path))))
+    try:
+        deep = fr.sends.join(fr.reads, "value").groupBy("value").agg(F.count("*").alias("n"))
+        kept = fr.shared("deep", lambda: deep)
+        assert kept._jdf.logicalPlan().nodeName() == "LogicalRDD"
+        assert deep._jdf.logicalPlan().nodeName() != "LogicalRDD"
+        assert sorted(r["value"] for r in kept.collect()) == [1]
+        assert fr.shared("deep", lambda: deep) is kept  # built once
+    finally:
+        fr.release()
+
+
+def test_an_analysis_gives_back_every_frame_it_kept(spark, tmp_path: Path) -> None:
+    frames = load(spark, str(_history(tmp_path)))
+    run_checks(frames)  # the history's own frames are kept from here on
+    before = _kept(spark)
+    out = run_checks(frames)
+    assert out["lost-write"]["count"] == 1  # it did judge
+    assert _kept(spark) == before

@@ -225,6 +225,16 @@ def test_a_strobe_returns_once_its_loop_has_written_the_offset(tmp_path: Path) -
     assert not (tmp_path / "kt-strobe").exists() and clock.read_text().strip() == "+0"
 
 
+def test_a_strobe_over_by_time_leaves_the_clock_true(tmp_path: Path) -> None:
+    b = Broker(3, _LocalShell(tmp_path), None, None, (9092,), clock="faketime")  # type: ignore[arg-type]
+    b.strobe_clock(60, 300, 1)  # the loop runs for duration + 1 s at most
+    deadline = time.monotonic() + 10
+    while (tmp_path / "kt-strobe").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (tmp_path / "kt-strobe").exists()
+    assert (tmp_path / "kt-faketime").read_text().strip() == "+0"
+
+
 def test_a_strobe_that_cannot_start_is_an_error(tmp_path: Path) -> None:
     b = Broker(3, _LocalShell(tmp_path / "absent"), None, None, (9092,), clock="faketime")  # type: ignore[arg-type]
     with pytest.raises(TrialError, match="broker 3's clock strobe did not start"):

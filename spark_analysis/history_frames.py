@@ -52,6 +52,7 @@ class Frames:
     # What some checks choose their plan by, from the one job that counts the damaged
     # lines (`_decisions`), not from a job each. The defaults choose the general plan.
     txn_ops: bool = True  # some op (not damaged) is a transaction
+    lines: int = 0  # the history's lines, damaged ones too (0: not counted)
     rebalanced: bool = True  # some ok op moved a partition (`rebalances` is not empty)
     # `sends` may hold a transaction's send of outcome info: a completed txn op that
     # ended info, or an open invoke where some op is a transaction
@@ -113,6 +114,7 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
     line = F.col("kind") == "op"
     completed = ~line & F.col("type").isin("ok", "fail", "info")
     when = {
+        "lines": line,
         "damaged": line & F.col("damaged"),
         # Every micro-op has a row (of kind "micro" if it holds no item).
         "drain_polls": completed & (F.col("f") == "poll") & (F.col("role") == "drain"),
@@ -300,6 +302,7 @@ def load(
         examples,
         one_task,
         txn_ops=decided["txn_ops"] > 0,
+        lines=decided["lines"],
         rebalanced=decided["rebalance_rows"] > 0,
         # An open invoke's sends are info: if it is a transaction's, they count too.
         maybe_unknown_txn=decided["txn_info_sends"] > 0

@@ -4,6 +4,7 @@ frames several checks build on."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 TP = ["topic", "partition"]
+# Histories up to this many lines have their shared frames checkpointed (`Plan`).
+CUT_MAX_LINES = int(os.environ.get("KAFKA_TRIAL_CUT_MAX_LINES", 500_000))
 
 
 class Plan:
@@ -24,11 +27,16 @@ class Plan:
         self._cache: dict[str, DataFrame] = {}
         # Each shared frame's plan held every frame under it, so the checks on top
         # came to ~5,000 plan nodes, and analysing and planning them, not the data,
-        # was most of an analysis: 26 planted histories (162 lines) took 102 s with
-        # cached frames and 37 s (16 s warm) with checkpointed ones (2026-11-26). A
-        # local checkpoint ends the plan there. Its blocks live on the executors and
+        # was most of a small analysis: 26 planted histories (162 lines) took 102 s
+        # with cached frames and 37 s (16 s warm) with checkpointed ones. A local
+        # checkpoint ends the plan there, but also hides the frame's size from the
+        # planner: the default run's history (88k lines) was judged 14% faster, a
+        # 2M-line one 7% slower (2026-11-26). Its blocks live on the executors and
         # are not recomputed if one is lost, so on a cluster the frames stay cached.
-        self._cut = frames.ops.sparkSession.sparkContext.master.startswith("local")
+        self._cut = (
+            frames.ops.sparkSession.sparkContext.master.startswith("local")
+            and frames.lines <= CUT_MAX_LINES
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.frames, name)

@@ -47,3 +47,22 @@ def test_an_analysis_gives_back_every_frame_it_kept(spark, tmp_path: Path) -> No
     out = run_checks(frames)
     assert out["lost-write"]["count"] == 1  # it did judge
     assert _kept(spark) == before
+
+
+def test_a_history_above_the_bound_keeps_its_frames_cached(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    # Checkpointed frames hide their size from the planner: a 2M-line history was
+    # judged 7% slower with them, so large histories keep the cached frames.
+    import kafka_trial.spark_analysis.shared_frames as sf
+
+    frames = load(spark, str(_history(tmp_path)))
+    assert frames.lines == 6  # the sends, the poll and the drain: an invoke and a completion each
+    monkeypatch.setattr(sf, "CUT_MAX_LINES", frames.lines - 1)
+    fr = Plan(frames)
+    try:
+        kept = fr.shared("sends", lambda: fr.sends.select("value"))
+        assert kept._jdf.logicalPlan().nodeName() != "LogicalRDD"
+        assert sorted(r["value"] for r in kept.collect()) == [1, 2, 3]
+    finally:
+        fr.release()

@@ -169,11 +169,9 @@ class Broker:
             f"echo '{offset_s:+d}' > {f}.s && mv {f}.s {f}; "
             f"((first)) && touch {started}; first=0; sleep {p}; "
             f"[[ -e {STROBE_FLAG} ]] || break; "
-            f"echo '+0' > {f}.s && mv {f}.s {f}; sleep {p}; done; "
-            # Over by time (not ended by set_clock, which takes the flag and writes
-            # its own value): the clock is left true and no flag says a strobe runs.
-            f"[[ -e {STROBE_FLAG} ]] && "
-            f"{{ echo '+0' > {f}.s && mv {f}.s {f}; rm -f {STROBE_FLAG}; }}"
+            # Over by time, the loop has just written +0: the clock is left true,
+            # and no flag says a strobe runs.
+            f"echo '+0' > {f}.s && mv {f}.s {f}; sleep {p}; done; rm -f {STROBE_FLAG}"
         )
         # The loop runs on in its own session with no hold on the exec's output, so
         # the exec ends when the loop has begun, not when it ends.

@@ -53,53 +53,57 @@ def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[st
     checks not to run, each with the reason results.json gives."""
     fr = Plan(frames)
     try:
-        out: dict[str, dict[str, Any]] = {}
-        tagged: list[DataFrame] = []
-        for name, (check, unit) in CHECKS.items():
-            if skip and name in skip:
-                out[name] = {"count": None, "unit": unit, "examples": [], "skipped": skip[name]}
-                continue
-            try:
-                tagged.append(_tagged(name, check(fr), unit))
-                out[name] = {"count": 0, "unit": unit, "examples": []}
-            except Exception as e:  # a check that cannot even be planned is unknown
-                out[name] = _crashed(unit, e)
-        if not tagged:
-            return out
-        try:
-            # One job answers both questions: a key's dense rank within its type, at its
-            # largest, is the number of distinct keys, and the first EXAMPLES rows by key
-            # are the witnesses. (Counting and ranking in two jobs cost a second pass
-            # and a cache, which is most of the fixed cost on a small history.)
-            allrows = _union_all(tagged)
-            by_key = Window.partitionBy("type").orderBy("key")
-            ranked = allrows.select(
-                "type",
-                "detail",
-                F.row_number().over(by_key).alias("rank"),
-                F.dense_rank().over(by_key).alias("distinct_upto"),
-            ).withColumn("n", F.max("distinct_upto").over(Window.partitionBy("type")))
-            # Sorted here, not by Spark: a global sort is one more exchange (and, with
-            # more than one reducer, a sampling job) for at most EXAMPLES rows per check.
-            kept = ranked.filter(F.col("rank") <= EXAMPLES).collect()
-            for r in sorted(kept, key=lambda r: (r["type"], r["rank"])):
-                out[r["type"]]["count"] = r["n"]
-                out[r["type"]]["examples"].append(json.loads(r["detail"]))
-        except Exception:
-            # Something failed at run time: fall back to one job per check, so only the
-            # check that really crashes is unknown.
-            for name, (check, unit) in CHECKS.items():
-                if out[name].get("count") is None:
-                    continue
-                try:
-                    df = _tagged(name, check(fr), unit)
-                    out[name]["count"] = df.select("key").distinct().count()
-                    rows = df.orderBy("key").limit(EXAMPLES).collect()
-                    out[name]["examples"] = [json.loads(r["detail"]) for r in rows]
-                except Exception as e:
-                    out[name] = _crashed(unit, e)
+        return _judged(fr, skip)
     finally:
         fr.release()
+
+
+def _judged(fr: Plan, skip: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    tagged: list[DataFrame] = []
+    for name, (check, unit) in CHECKS.items():
+        if skip and name in skip:
+            out[name] = {"count": None, "unit": unit, "examples": [], "skipped": skip[name]}
+            continue
+        try:
+            tagged.append(_tagged(name, check(fr), unit))
+            out[name] = {"count": 0, "unit": unit, "examples": []}
+        except Exception as e:  # a check that cannot even be planned is unknown
+            out[name] = _crashed(unit, e)
+    if not tagged:
+        return out
+    try:
+        # One job answers both questions: a key's dense rank within its type, at its
+        # largest, is the number of distinct keys, and the first EXAMPLES rows by key
+        # are the witnesses. (Counting and ranking in two jobs cost a second pass
+        # and a cache, which is most of the fixed cost on a small history.)
+        allrows = _union_all(tagged)
+        by_key = Window.partitionBy("type").orderBy("key")
+        ranked = allrows.select(
+            "type",
+            "detail",
+            F.row_number().over(by_key).alias("rank"),
+            F.dense_rank().over(by_key).alias("distinct_upto"),
+        ).withColumn("n", F.max("distinct_upto").over(Window.partitionBy("type")))
+        # Sorted here, not by Spark: a global sort is one more exchange (and, with
+        # more than one reducer, a sampling job) for at most EXAMPLES rows per check.
+        kept = ranked.filter(F.col("rank") <= EXAMPLES).collect()
+        for r in sorted(kept, key=lambda r: (r["type"], r["rank"])):
+            out[r["type"]]["count"] = r["n"]
+            out[r["type"]]["examples"].append(json.loads(r["detail"]))
+    except Exception:
+        # Something failed at run time: fall back to one job per check, so only the
+        # check that really crashes is unknown.
+        for name, (check, unit) in CHECKS.items():
+            if out[name].get("count") is None:
+                continue
+            try:
+                df = _tagged(name, check(fr), unit)
+                out[name]["count"] = df.select("key").distinct().count()
+                rows = df.orderBy("key").limit(EXAMPLES).collect()
+                out[name]["examples"] = [json.loads(r["detail"]) for r in rows]
+            except Exception as e:
+                out[name] = _crashed(unit, e)
     return out
 
 

@@ -92,6 +92,10 @@ def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -
         # cache hold 5x the rows of the JSON's, and one cached partition of a 10M-line
         # history no longer fit the heap when read back.
         .config("spark.sql.files.maxPartitionBytes", "32m")
+        # PySpark 4 wraps every Column function to send its Python call site to the
+        # JVM for error messages: ten round trips to the driver per function, two
+        # thirds of an analysis's ~14,000, each waiting for a busy JVM's thread.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
     try:
         with _jvm_output_to(driver_log()):

@@ -13,6 +13,7 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from kafka_trial.cluster.freezer import unpause
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient
 from kafka_trial.contracts.errors import TrialError
 
@@ -201,18 +202,23 @@ class Broker:
     def stop(self, timeout_s: int = 30) -> None:
         self.container.stop(timeout=timeout_s)
 
-    def start(self) -> None:
+    def start(self) -> str | None:
+        """Running again; the freezer file thawed when the engine could not unpause
+        it (freezer.unpause), else None."""
         if self.status() == "paused":
-            self.container.unpause()
-        elif self.status() != "running":
+            return unpause(self.container)
+        if self.status() != "running":
             self.container.start()
+        return None
 
     def pause(self) -> None:
         self.container.pause()
 
-    def resume(self) -> None:
+    def resume(self) -> str | None:
+        """As `start`, for a paused broker only."""
         if self.status() == "paused":
-            self.container.unpause()
+            return unpause(self.container)
+        return None
 
     def log_paths(self) -> dict[str, Container]:
         return {

@@ -60,11 +60,14 @@ class ClusterControl(Protocol):
 
     def stop_node(self, node: int) -> None: ...
 
-    def start_node(self, node: int) -> None: ...
+    def start_node(self, node: int) -> str | None:
+        """Start a stopped broker, or resume a paused one: None, or the freezer file
+        it thawed when the engine could not unpause it (cluster/freezer.py)."""
 
     def pause_node(self, node: int) -> None: ...
 
-    def resume_node(self, node: int) -> None: ...
+    def resume_node(self, node: int) -> str | None:
+        """Resume a paused broker; what it returns is as for start_node."""
 
     def wipe_node(self, node: int) -> None: ...
 

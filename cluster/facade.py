@@ -227,14 +227,14 @@ class Cluster:
     def stop_node(self, node: int) -> None:
         self.brokers[node].stop()
 
-    def start_node(self, node: int) -> None:
-        self.brokers[node].start()
+    def start_node(self, node: int) -> str | None:
+        return self.brokers[node].start()
 
     def pause_node(self, node: int) -> None:
         self.brokers[node].pause()
 
-    def resume_node(self, node: int) -> None:
-        self.brokers[node].resume()
+    def resume_node(self, node: int) -> str | None:
+        return self.brokers[node].resume()
 
     def wipe_node(self, node: int) -> None:
         self._provision.wipe(node)

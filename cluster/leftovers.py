@@ -16,6 +16,7 @@ from typing import Any
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from kafka_trial.cluster.engine import ensure_engine
+from kafka_trial.cluster.freezer import unpause
 from kafka_trial.cluster.naming import API_PORT, LABEL, LABEL_HOST, LABEL_PID, LABEL_ROLE, LABEL_RUN
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
 
@@ -74,7 +75,7 @@ def remove_leftovers(
     for c in _ours(_containers(client, label, first="broker"), run, force):
         with contextlib.suppress(NotFound, APIError):
             if c.status == "paused":
-                c.unpause()
+                unpause(c)
         with contextlib.suppress(NotFound):
             c.remove(force=True, v=True)
             removed += 1
@@ -111,7 +112,7 @@ def heal_leftovers(run: str | None = None) -> str:
         elif role == "broker":
             with contextlib.suppress(NotFound, APIError):
                 if c.status == "paused":
-                    c.unpause()
+                    unpause(c)
                     resumed += 1
                 elif c.status in ("exited", "created"):
                     c.start()

@@ -28,6 +28,7 @@ from typing import Any
 from docker.errors import APIError
 from docker.models.containers import Container
 from kafka_trial.cluster.brokers import Broker
+from kafka_trial.cluster.freezer import unpause
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.naming import (
@@ -332,7 +333,7 @@ class Provisioner:
         """SIGKILL a broker, empty its data volume, start it: it formats afresh."""
         b = self.brokers[node]
         if b.status() == "paused":
-            b.container.unpause()
+            unpause(b.container)
         if b.status() == "running":
             b.kill()
         self._on_volume(node, "rm -rf /data/* /data/.[!.]*; true", "wipe")

@@ -68,15 +68,18 @@ class Package(Protocol):
 def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     """Carry out the actions; what they found, for the heal's completion (`freed`:
     per node, what a full disk refused; `clock`: per node, the offset measured after
-    the reset; `resumed`: per client pid, the kernel's state of it after SIGCONT)."""
+    the reset; `resumed`: per client pid, the kernel's state of it after SIGCONT;
+    `thawed`: per node, the freezer file written when the engine could not unpause
+    the broker, cluster/freezer.py)."""
     freed: dict[str, Any] = {}
+    thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
     clients: dict[str, str] = {}
     for u in undo:
-        if u.verb == "start" and u.node is not None:
-            ctl.start_node(u.node)
-        elif u.verb == "resume" and u.node is not None:
-            ctl.resume_node(u.node)
+        if u.verb in ("start", "resume") and u.node is not None:
+            how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
+            if how is not None:
+                thawed[str(u.node)] = how
         elif u.verb == "uncut" and u.link is not None:
             ctl.uncut(u.link)
         elif u.verb == "remove-toxic" and u.link is not None and u.toxic is not None:
@@ -93,6 +96,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         ({"freed": freed} if freed else {})
         | ({"clock": clock} if clock else {})
         | ({"resumed": clients} if clients else {})
+        | ({"thawed": thawed} if thawed else {})
     )
 
 

@@ -33,6 +33,8 @@ class FakeCluster:
     empty_segments: set[int] = field(default_factory=set)  # brokers with nothing to corrupt
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
+    # Paused brokers the engine cannot unpause: resuming them thaws their freezer.
+    stuck_paused: set[int] = field(default_factory=set)
 
     def engine_alive(self) -> bool:
         return self.engine_up
@@ -115,14 +117,25 @@ class FakeCluster:
         self._verb("pause_node", node)
         self._down(node, "paused")
 
-    def start_node(self, node: int) -> None:
+    def start_node(self, node: int) -> str | None:
         self._verb("start_node", node)
+        was = self.state[node]
         self.state[node] = "running"
+        return self._thawed(node) if was == "paused" else None
 
-    def resume_node(self, node: int) -> None:
+    def resume_node(self, node: int) -> str | None:
         self._verb("resume_node", node)
         if self.state[node] == "paused":
             self.state[node] = "running"
+            return self._thawed(node)
+        return None
+
+    def _thawed(self, node: int) -> str | None:
+        return (
+            f"/sys/fs/cgroup/freezer/docker/{node}/freezer.state"
+            if node in self.stuck_paused
+            else None
+        )
 
     def wipe_node(self, node: int) -> None:
         self._verb("wipe_node", node)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.freezer import freeze_file, unpause
 from kafka_trial.contracts.history import read_history
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.packages import PartitionFault, ProcessFault
@@ -121,3 +122,26 @@ def test_paused_broker_stops_answering(cluster: Cluster) -> None:
     finally:
         b.resume()
     assert probe_client(b.client_port)
+
+
+def test_a_pause_the_engine_is_slow_to_undo_is_thawed_through_the_freezer(
+    cluster: Cluster,
+) -> None:
+    """`unpause` with no time for the engine: it thaws the cgroup itself, as it does
+    when the engine hangs (cluster/freezer.py), and the broker answers again."""
+    b = cluster.brokers[3]
+    b.pause()
+    path = freeze_file(b.container.id)
+    assert path is not None, "this engine's cgroup layout is not one freezer.py knows"
+    try:
+        assert path.read_text().strip() in ("FROZEN", "1")
+        assert not probe_client(b.client_port, attempts=1)
+        assert unpause(b.container, wait_s=0) == str(path)
+        assert path.read_text().strip() in ("THAWED", "0")
+        # The engine agrees: it would refuse every later unpause if it held the
+        # container as paused after the thaw.
+        assert b.status() == "running"
+    finally:
+        b.resume()
+    assert probe_client(b.client_port)
+    assert b.status() == "running"

@@ -179,3 +179,30 @@ def test_the_status_line_shows_a_heal_that_failed_as_failed(tmp_path: Path) -> N
     cluster.fail_verbs.clear()
     nem.heal("kill-leader")
     assert faults_now(nem) == "none"
+
+
+def test_a_pause_the_engine_could_not_undo_heals_and_says_it_thawed_the_freezer(
+    tmp_path: Path,
+) -> None:
+    cluster, nem, history = nemesis(
+        tmp_path, NemesisSpec(faults=("pause",)), stuck_paused={1, 2, 3}
+    )
+    applied = nem.apply("pause", pick=0)
+    assert applied.ok
+    nem.heal()
+    ops = read_history(history.path).ops
+    (resume,) = [o for o in ops if o.f == "resume" and o.type != "invoke"]
+    assert resume.type == "ok"
+    paused = [str(n) for verb, n in cluster.calls if verb == "pause_node"]
+    assert sorted(resume.value["thawed"]) == sorted(paused) != []
+    assert cluster.whole
+
+
+def test_a_resume_by_the_engine_records_no_thaw(tmp_path: Path) -> None:
+    _, nem, history = nemesis(tmp_path, NemesisSpec(faults=("pause",)))
+    assert nem.apply("pause", pick=0).ok
+    nem.heal()
+    (resume,) = [
+        o for o in read_history(history.path).ops if o.f == "resume" and o.type != "invoke"
+    ]
+    assert resume.type == "ok" and "thawed" not in resume.value

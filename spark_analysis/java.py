@@ -9,14 +9,22 @@ from kafka_trial.cluster.host import apt_install, can_self_install
 from kafka_trial.contracts.errors import TrialError
 
 
+def java_major(version_output: str) -> int:
+    """The major version in `java -version`'s output, 0 if none. The version line is
+    not always the first: a JVM started with JAVA_TOOL_OPTIONS or _JAVA_OPTIONS set
+    prints "Picked up ..." before it."""
+    for line in version_output.splitlines():
+        if ' version "' in line:
+            major = line.split('"')[1].split(".")[0]
+            return int(major) if major.isdigit() else 0
+    return 0
+
+
 def ensure_java() -> None:
     java = shutil.which("java")
     if java is not None:
         out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-        first = out.splitlines()[0] if out else ""
-        ver = first.split('"')[1] if '"' in first else "0"
-        major = int(ver.split(".")[0]) if ver.split(".")[0].isdigit() else 0
-        if major >= 17:
+        if java_major(out) >= 17:
             return
     if can_self_install():
         apt_install("openjdk-17-jre-headless")

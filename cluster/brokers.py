@@ -205,9 +205,10 @@ class Broker:
     def start(self) -> str | None:
         """Running again; the freezer file thawed when the engine could not unpause
         it (freezer.unpause), else None."""
-        if self.status() == "paused":
+        status = self.status()  # each call asks the engine
+        if status == "paused":
             return unpause(self.container)
-        if self.status() != "running":
+        if status != "running":
             self.container.start()
         return None
 

@@ -24,20 +24,22 @@ UNPAUSE_WAIT_S = 20.0
 # bounds it in any case.
 AFTER_THAW_WAIT_S = 30.0
 
-# (file under the cgroup root, what thaws it): cgroup v1 and v2, with Docker's
-# cgroupfs and systemd drivers.
+# Files under the cgroup root: cgroup v1 and v2, with Docker's cgroupfs and systemd
+# drivers.
 _FREEZE_FILES = (
-    ("freezer/docker/{id}/freezer.state", "THAWED"),
-    ("freezer/system.slice/docker-{id}.scope/freezer.state", "THAWED"),
-    ("docker/{id}/cgroup.freeze", "0"),
-    ("system.slice/docker-{id}.scope/cgroup.freeze", "0"),
+    "freezer/docker/{id}/freezer.state",
+    "freezer/system.slice/docker-{id}.scope/freezer.state",
+    "docker/{id}/cgroup.freeze",
+    "system.slice/docker-{id}.scope/cgroup.freeze",
 )
+# What each kind of file takes: (frozen, thawed).
+_STATES = {"freezer.state": ("FROZEN", "THAWED"), "cgroup.freeze": ("1", "0")}
 
 
 def freeze_file(container_id: str, root: Path = CGROUP_ROOT) -> Path | None:
     """The container's freezer file on this machine, or None: an engine on another
     machine (DOCKER_HOST), or a layout not above."""
-    for rel, _ in _FREEZE_FILES:
+    for rel in _FREEZE_FILES:
         path = root / rel.format(id=container_id)
         if path.is_file():
             return path
@@ -49,8 +51,7 @@ def thaw(container_id: str, root: Path = CGROUP_ROOT) -> Path | None:
     path = freeze_file(container_id, root)
     if path is None:
         return None
-    value = "THAWED" if path.name == "freezer.state" else "0"
-    path.write_text(value)
+    path.write_text(_STATES[path.name][1])
     return path
 
 
@@ -100,7 +101,7 @@ def unpause(container: Container, wait_s: float = UNPAUSE_WAIT_S) -> str | None:
     first.wait(AFTER_THAW_WAIT_S)
     container.reload()
     if container.status == "paused":
-        path.write_text("FROZEN" if path.name == "freezer.state" else "1")
+        path.write_text(_STATES[path.name][0])
         again = _EngineUnpause(container)
         if not again.wait(AFTER_THAW_WAIT_S) or again.error is not None:
             thaw(container.id)  # running, whatever the engine says

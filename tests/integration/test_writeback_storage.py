@@ -174,6 +174,7 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
             j = next(k for k in c.brokers if k != lead)
             c.kill_node(j)
             got = c.corrupt_segment(j, TOPIC.name, 0, mode, 7)  # type: ignore[arg-type]
+            assert "error" not in got, got
             assert got["mode"] == mode and got["file"].startswith(f"{TOPIC.name}-0/")
             first, last = got["offsets"]
             assert 0 <= first <= last
@@ -181,8 +182,11 @@ def test_lose_unfsynced_records_the_loss_and_the_broker_recovers(
                 assert got["size_after"] < got["size_before"]
             else:
                 assert got["flipped_bits"] == 8 and got["size_after"] == got["size_before"]
-            c.start_node(j)
-            wait_until(lambda j=j: j in isr(c), f"the corrupted broker {j} rejoins the ISR")
+            # Not "started, and in the ISR": the ISR still named j in the second it was
+            # down, so one CI run killed it again for the second mode in the middle of
+            # its recovery, which had cut its segment to nothing (the first batch was
+            # in the damaged tail), and found nothing left to corrupt.
+            bring_back(c, j)
 
         # Clocks, measured in the brokers' JVMs (a LogAppendTime stamp): a bump holds,
         # and survives a restart as a host's skew would, and the brokers keep their

@@ -51,7 +51,9 @@ EXPECT: dict[str, Expect] = {
     "acks1": Expect(),  # C2
     "min-isr-1": Expect(),  # C3
     "unclean": Expect(seen=("lost-write",)),  # C5; and test_unclean_election_follows_...
-    "no-idempotence-retries": Expect(seen=("duplicate",)),  # C6
+    # C6. It reorders too, in 4 of 8 hunt runs, though 1 request is in flight
+    # (docs/findings.md, "C7's other half"): not asserted either way.
+    "no-idempotence-retries": Expect(seen=("duplicate",)),
     # C7: client-reorder 12-14 in each of 3 runs of 25 s with socket.max.fails 0; with
     # librdkafka's default 4-11 in 8 runs, yet 0 in one suite run (docs/findings.md).
     # Either reorder kind bears the claim out.

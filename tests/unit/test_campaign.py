@@ -126,9 +126,12 @@ def test_campaign_command_refuses_a_bad_matrix_before_starting(
     assert not any(tmp_path.iterdir())  # nothing started
 
 
-@pytest.mark.parametrize("name", ["claims.yaml", "short.yaml", "storage.yaml"])
+EXAMPLE_CAMPAIGNS = Path(__file__).resolve().parents[2] / "examples" / "campaigns"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLE_CAMPAIGNS.glob("*.yaml")))
 def test_the_example_campaigns_are_valid(name: str) -> None:
-    path = Path(__file__).resolve().parents[2] / "examples" / "campaigns" / name
+    path = EXAMPLE_CAMPAIGNS / name
     es = cp.entries(cp.load_campaign(path, {}), path)
     assert es
 

@@ -68,7 +68,11 @@ def overtaken(log: Path) -> list[Overtaken]:
         response = answered.get(conn)
         if m["fac"] != "REQERR":  # logged between a response and its message sets
             answered[conn] = None
-        if b := _BUILT.search(msg):
+        if m["fac"] == "FAIL":
+            # A connection that goes down takes its built and unsent requests with it:
+            # their messages go back to the partition queue and are built again.
+            built[conn].clear()
+        elif b := _BUILT.search(msg):
             built[conn].append(MessageSet(b["tp"], int(b["n"]), m["time"]))
         elif (s := _SENT.search(msg)) and built[conn]:
             in_flight[(*conn, s["corr"])] = built[conn].popleft()

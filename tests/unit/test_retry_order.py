@@ -70,3 +70,26 @@ def test_a_run_without_a_debug_log_is_named_with_the_fix(tmp_path: Path, capsys)
     assert main([str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{tmp_path} has no clients.log -- fix: give a run directory" in err
+
+
+def test_requests_built_before_a_disconnect_are_built_again(tmp_path: Path) -> None:
+    """A connection that goes down fails what was in flight and what was built behind
+    it; both are built again, in order. A later failure has nothing built behind it."""
+    fail = P + "Disconnected: connection closed by peer (after 5808ms in state UP)"
+    sent_40 = SENT_31.replace("CorrId 31", "CorrId 40")
+    timed_out_40 = [line.replace("CorrId 31", "CorrId 40") for line in TIMED_OUT_31]
+    run = _log(
+        tmp_path,
+        [
+            ("01:36:47,354", "PRODUCE", BUILT_30),
+            ("01:36:47,525", "SEND", SENT_31),
+            ("01:36:47,525", "PRODUCE", BUILT_37),
+            ("01:36:48,000", "FAIL", fail),
+            ("01:36:48,100", "PRODUCE", BUILT_30),
+            ("01:36:48,100", "SEND", sent_40),
+            ("01:36:53,100", "RECV", timed_out_40[0]),
+            ("01:36:53,100", "REQERR", timed_out_40[1]),
+            ("01:36:53,100", "MSGSET", timed_out_40[2]),
+        ],
+    )
+    assert overtaken(run / "clients.log") == []

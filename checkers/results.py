@@ -107,6 +107,11 @@ class AnalysisFacts(_Part):
         0.0, description="seconds the cache check and native parse took, beside the session"
     )
     one_task: bool = Field(False, description="the history was judged in one Spark task")
+    jit: str = Field(
+        "",
+        description="how the driver JVM compiles: long (C2, for a session that judges "
+        "many histories) or one-shot (C1 only, a CLI command's JVM for one small history)",
+    )
     stages_s: dict[str, float] = Field(
         default_factory=dict,
         description="seconds per stage, in order: session, wait_native_parse, frames "

@@ -127,7 +127,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return 0
     from kafka_trial.report.judge import judge
 
-    return judge(run_dir, spark_master=a.spark_master, junit=_junit_path(a)).exit_code
+    judged = judge(run_dir, spark_master=a.spark_master, junit=_junit_path(a), one_shot=True)
+    return judged.exit_code
 
 
 def _cmd_campaign(a: argparse.Namespace) -> int:
@@ -180,7 +181,9 @@ def _cmd_analyze(a: argparse.Namespace) -> int:
     from kafka_trial.report.judge import judge
 
     out = Path(a.out) if getattr(a, "out", None) else None
-    judged = judge(a.run_dir, spark_master=a.spark_master, out_dir=out, junit=_junit_path(a))
+    judged = judge(
+        a.run_dir, spark_master=a.spark_master, out_dir=out, junit=_junit_path(a), one_shot=True
+    )
     assert judged.results is not None
     facts = judged.results.analysis
     print(f"analysis took {facts.total_s:.1f}s (spark session {facts.session_s:.1f}s)")
@@ -211,7 +214,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
     run_dir = Path(a.run_dir)
     if not run_dir.is_dir():
         raise TrialError(f"{run_dir} is not a directory", "pass a run directory")
-    return judge(run_dir, spark_master=a.spark_master, reuse=not a.reanalyze).exit_code
+    judged = judge(run_dir, spark_master=a.spark_master, reuse=not a.reanalyze, one_shot=True)
+    return judged.exit_code
 
 
 def _cmd_presets(a: argparse.Namespace) -> int:

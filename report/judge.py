@@ -61,12 +61,14 @@ def judge(
     reuse: bool = False,
     junit: Path | None = None,
     say: Callable[[str], None] | None = print,
+    one_shot: bool = False,
 ) -> Judged:
     """Judge `target` (a run directory, a history, a URI) and write every output.
 
     reuse: take the verdict already in the run directory when there is one (what
     `kafka-trial report` does), and judge the history only when there is none.
-    say: where the text verdict and the output paths go; None for silence."""
+    say: where the text verdict and the output paths go; None for silence.
+    one_shot: the process judges this one history and exits (analyze's `one_shot`)."""
     existing = None if "://" in str(target) else Path(target) / "results.json"
     history = Path(target) / "history.jsonl" if existing is not None else None
     results: Results | None
@@ -85,7 +87,7 @@ def judge(
     else:
         if reuse and say is not None:
             say("analyzing the history first (the report draws on the analysis)")
-        results = analyze(target, spark_master, out_dir=out_dir, report=True)
+        results = analyze(target, spark_master, out_dir=out_dir, report=True, one_shot=one_shot)
         run_dir, out = _dirs(results)
     if say is not None:
         say(

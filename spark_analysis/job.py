@@ -38,7 +38,7 @@ from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
-from kafka_trial.spark_analysis.session import spark_session
+from kafka_trial.spark_analysis.session import jit_profile, spark_session
 from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
 from kafka_trial.spark_analysis.undecided import undecided_findings
 from pydantic import ValidationError
@@ -75,6 +75,14 @@ def cluster_sql(size: int, parallelism: int) -> dict[str, str]:
     """Spark SQL settings for one analysis on a cluster (spark://...)."""
     parts = max(2 * parallelism, -(-size // CLUSTER_BYTES_PER_PARTITION))
     return {"spark.sql.shuffle.partitions": str(parts)}
+
+
+# A one-shot analysis (analyze's `one_shot`) starts a C1-only JVM for a local history
+# up to this size (session.JIT_ONE_SHOT). Measured faster and cheaper on a 2,164-line
+# history; on the benchmark's default-run history (93 MB) its ratio to a bare session
+# was the same (8.5x both ways, on different hours), so above this the long-lived
+# profile stays, where C2 pays for the big histories' loops.
+ONE_SHOT_C1_MAX_BYTES = 64 << 20
 
 
 def one_task_max_bytes(cores: int = 2) -> int:
@@ -183,12 +191,15 @@ def analyze(
     spark_master: str | None = None,
     out_dir: Path | None = None,
     report: bool = False,
+    one_shot: bool = False,
 ) -> Results:
     """Judge a history: a run directory, a history.jsonl, or a URI Spark reads.
     results.json goes beside a local history, or to out_dir; with `report`, also
-    report-data.json, the aggregates the HTML report draws."""
+    report-data.json, the aggregates the HTML report draws. `one_shot`: this process
+    judges this one history and exits (the CLI's commands), so a JVM started for it
+    need not compile for the long run (ONE_SHOT_C1_MAX_BYTES)."""
     try:
-        return _analyze(target, spark_master, out_dir, report)
+        return _analyze(target, spark_master, out_dir, report, one_shot)
     finally:
         status(None)
 
@@ -218,7 +229,7 @@ def _start_prepare(src: HistorySource, spark_master: str | None) -> Future[Prepa
 
 
 def _session_for(
-    src: HistorySource, spark_master: str | None
+    src: HistorySource, spark_master: str | None, one_shot: bool = False
 ) -> tuple[SparkSession, str, CheckSpec]:
     """The session that reads the history, its master, and the run's check settings."""
     spark: SparkSession | None = None
@@ -232,7 +243,9 @@ def _session_for(
     else:
         check = read_check_settings(src.spec)
     master = spark_master or check.spark_master
-    return spark or spark_session(master), master, check
+    local = src.local
+    small = local is not None and local.is_file() and local.stat().st_size <= ONE_SHOT_C1_MAX_BYTES
+    return spark or spark_session(master, one_shot=one_shot and small), master, check
 
 
 def _analyze(
@@ -240,13 +253,14 @@ def _analyze(
     spark_master: str | None,
     out_dir: Path | None,
     report: bool,
+    one_shot: bool = False,
 ) -> Results:
     status("analysis: starting Spark")
     t0 = time.monotonic()
     src = _source(target, out_dir)
     preparing = _start_prepare(src, spark_master)
     try:
-        return _judge(src, preparing, spark_master, report, t0)
+        return _judge(src, preparing, spark_master, report, t0, one_shot)
     finally:
         # An analysis that failed before it read the rows leaves no Parquet behind.
         if preparing is not None:
@@ -274,8 +288,9 @@ def _judge(
     spark_master: str | None,
     report: bool,
     t0: float,
+    one_shot: bool = False,
 ) -> Results:
-    spark, master, check = _session_for(src, spark_master)
+    spark, master, check = _session_for(src, spark_master, one_shot)
     ranges = src.ranges(spark)
     if not ranges.exists():
         raise TrialError(f"{src.uri} not found", "check the URI and that Spark can read it")
@@ -336,6 +351,7 @@ def _judge(
             parser=use.parser if use else "spark",
             native_parse_s=round(prepared.seconds, 3) if prepared else 0.0,
             one_task=one_task,
+            jit=jit_profile(spark),
             total_s=round(time.monotonic() - t0, 3),
             results_file=str(src.out_dir / "results.json"),
             stages_s=stages,

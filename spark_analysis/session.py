@@ -25,6 +25,13 @@ JIT_AND_GC = (
     "-XX:+UseSerialGC -XX:Tier4InvocationThreshold=50000 "
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
 )
+# A JVM that judges one small history and exits (`kafka-trial run`, `analyze`,
+# `finish`) never repays C2's compiles at all: with C1 alone a cold `kafka-trial
+# analyze` of a 2,164-line campaign history took 0.70-0.75x the machine's CPU
+# seconds and 0.85-0.92x the wall time (three interleaved pairs, 2026-11-27). In a
+# session that judges one history after another C1's code is slower: five histories
+# three times over took 89-93 s a round against 59-61 s with JIT_AND_GC.
+JIT_ONE_SHOT = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
 def driver_log() -> Path:
@@ -53,8 +60,15 @@ def _jvm_output_to(path: Path) -> Iterator[None]:
         os.close(saved)
 
 
-def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -> SparkSession:
-    ensure_java()
+def spark_session(
+    master: str = "local[*]", app: str = "kafka-trial-analysis", one_shot: bool = False
+) -> SparkSession:
+    """The active session, or a new one. `one_shot`: a JVM started now will judge one
+    small history and exit, so it compiles with C1 only (JIT_ONE_SHOT)."""
+    if SparkContext._active_spark_context is None:
+        # Only a JVM about to start needs one: with a session up, `java -version`
+        # was a process per analysis for nothing.
+        ensure_java()
     # Executors must run the same Python as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -75,7 +89,8 @@ def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -
         .config("spark.ui.retainedTasks", "1000")
         .config(
             "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} {JIT_AND_GC}",
+            f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} "
+            + (JIT_ONE_SHOT if one_shot else JIT_AND_GC),
         )
         # Each analysis generates a few hundred classes; Spark's default cache of 100
         # compiled ones evicted them all, so every analysis in a session compiled
@@ -107,3 +122,9 @@ def spark_session(master: str = "local[*]", app: str = "kafka-trial-analysis") -
         ) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def jit_profile(spark: SparkSession) -> str:
+    """How the session's driver JVM compiles: "one-shot" (C1 only) or "long"."""
+    opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions") or ""
+    return "one-shot" if "TieredStopAtLevel=1" in opts else "long"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kafka_trial.spark_analysis import job
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.sources import HistorySource
+from kafka_trial.spark_analysis.sources import HistorySource, resolve
 
 from tests.histories import Builder
 from tests.unit.test_cli_errors import kt
@@ -32,6 +33,8 @@ def test_the_cli_judges_a_history_file_without_jvm_noise(tmp_path: Path) -> None
     assert not [ln for ln in r.stderr.splitlines() if any(n in ln for n in JVM_NOISE)], r.stderr
     res = json.loads((run_dir / "results.json").read_text())
     assert res["anomalies"]["lost-write"]["count"] == 1
+    # The command judges one history and exits: its JVM compiled with C1 only.
+    assert res["analysis"]["jit"] == "one-shot"
 
 
 def test_a_file_uri_with_results_elsewhere(spark, tmp_path: Path) -> None:
@@ -40,6 +43,25 @@ def test_a_file_uri_with_results_elsewhere(spark, tmp_path: Path) -> None:
     res = analyze((run_dir / "history.jsonl").as_uri(), out_dir=out)
     assert res["anomalies"]["lost-write"]["count"] == 1
     assert (out / "results.json").is_file() and not (run_dir / "results.json").exists()
+    assert res.analysis.jit == "long"  # the tests' session judges one history after another
+
+
+def test_only_a_one_shot_analysis_of_a_small_local_history_starts_a_c1_jvm(
+    tmp_path: Path, monkeypatch
+) -> None:
+    asked: list[bool] = []
+
+    def session(master: str, one_shot: bool = False) -> str:
+        asked.append(one_shot)
+        return "a session"
+
+    monkeypatch.setattr(job, "spark_session", session)
+    src = resolve(_lossy(tmp_path / "run"), None)
+    job._session_for(src, None, one_shot=True)
+    job._session_for(src, None)
+    monkeypatch.setattr(job, "ONE_SHOT_C1_MAX_BYTES", src.local.stat().st_size - 1)
+    job._session_for(src, None, one_shot=True)
+    assert asked == [True, False, False]
 
 
 def test_a_remote_history_is_read_through_hadoop(spark, tmp_path: Path) -> None:

@@ -95,6 +95,7 @@ def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -
     old = cluster.leader_of(TOPIC, 0)
     assert old is not None
     pkg = bind(ProcessFault("kill", TOPIC, 0, ("leader",)), cluster, rec)
+    since = int(time.time()) - 1
     pkg.fault(pick=0)
     try:
         assert cluster.brokers[old].status() == "exited"
@@ -111,6 +112,14 @@ def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -
     ops = read_history(rec.history.path).ops
     assert ops[1].f == "kill" and ops[1].value["brokers"] == [old]
     assert ops[3].f == "start" and ops[3].type == "ok"
+    # Its storage was formatted: the restart did not run the storage tool again, whose
+    # JVM would have said "All of the log directories are already formatted".
+    deadline, restart_log = time.monotonic() + 60, ""
+    while "Kafka Server started" not in restart_log and time.monotonic() < deadline:
+        time.sleep(0.5)
+        restart_log = cluster.brokers[old].container.logs(since=since).decode(errors="replace")
+    assert "Kafka Server started" in restart_log, restart_log[-2000:]
+    assert "ormatt" not in restart_log, restart_log[-2000:]
 
 
 def test_paused_broker_stops_answering(cluster: Cluster) -> None:

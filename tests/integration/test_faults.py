@@ -218,6 +218,7 @@ def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> Non
     for b in cluster.brokers.values():
         assert b.container.exec_run(["touch", "/var/lib/kafka/data/kt-marker"]).exit_code == 0
     pkg = bind(WipeData(TOPIC, 0, ("random",)), cluster, rec)
+    since = int(time.time()) - 1
     pkg.fault(pick=4)
     (hit,) = last_ok(rec)["brokers"]
     marker = ["test", "-e", "/var/lib/kafka/data/kt-marker"]
@@ -226,6 +227,14 @@ def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> Non
     others = [j for j in cluster.node_ids if j != hit]
     assert all(cluster.brokers[j].container.exec_run(marker).exit_code == 0 for j in others)
     healthy(cluster)  # the empty broker re-replicates and rejoins every ISR
+    # Its empty storage was formatted again before it started (the entrypoint skips
+    # the storage tool only where meta.properties is).
+    deadline, restart_log = time.monotonic() + 60, ""
+    while "Kafka Server started" not in restart_log and time.monotonic() < deadline:
+        time.sleep(0.5)
+        restart_log = cluster.brokers[hit].container.logs(since=since).decode(errors="replace")
+    assert "Kafka Server started" in restart_log, restart_log[-2000:]
+    assert "Formatting metadata directory" in restart_log, restart_log[:3000]
 
 
 @pytest.mark.parametrize(

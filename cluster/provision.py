@@ -120,6 +120,8 @@ class Provisioner:
             "KAFKA_LOG_DIRS": DATA_DIR,
             "KAFKA_HEAP_OPTS": f"-Xmx{self.spec.broker_heap} -Xms{self.spec.broker_heap}",
         }
+        if self.spec.broker_jvm_opts:
+            env["KAFKA_OPTS"] = self.spec.broker_jvm_opts
         if self.spec.storage == "writeback":
             env["KT_STORAGE"] = "writeback"
         if self.spec.clock == "faketime":

@@ -7,6 +7,7 @@ import time
 import pytest
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.freezer import freeze_file, unpause
+from kafka_trial.cluster.settings import BROKER_JVM_OPTS
 from kafka_trial.contracts.history import read_history
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.packages import PartitionFault, ProcessFault
@@ -31,6 +32,16 @@ def test_brokers_advertise_their_proxy_on_loopback(cluster: Cluster) -> None:
     for b in cluster.brokers.values():
         assert b.sidecar.attrs["HostConfig"]["PortBindings"]
         assert b.container.attrs["HostConfig"]["NetworkMode"].startswith("container:")
+
+
+def test_brokers_run_with_the_configured_jvm_options(cluster: Cluster) -> None:
+    assert cluster.spec.broker_jvm_opts == BROKER_JVM_OPTS
+    for b in cluster.brokers.values():
+        # The entrypoint execs the broker's JVM: it is the container's first process.
+        got = b.container.exec_run(["cat", "/proc/1/cmdline"])
+        assert got.exit_code == 0, got.output
+        argv = got.output.decode().split("\0")
+        assert "kafka.Kafka" in argv and BROKER_JVM_OPTS in argv, argv
 
 
 def test_every_link_answers_when_healthy(cluster: Cluster) -> None:

@@ -21,6 +21,7 @@ from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Poll, Send
 from kafka_trial.workloads.base import ClientContext, Counters, Lane
 from kafka_trial.workloads.clients import (
+    CLOSE_S,
     abandon,
     close_within,
     leave_group,
@@ -33,6 +34,21 @@ from kafka_trial.workloads.settings import CopierSpec
 
 # Every transactional call of a copier waits at most this long.
 COPIER_TXN_TIMEOUT_S = 30
+# How long leave_group serves a copier's last rebalance (its default).
+LEAVE_S = 10.0
+# What a consume() waits for records.
+CONSUME_S = 0.5
+
+
+def copier_stop_s() -> float:
+    """How long a copier may take to end once the run stops, at worst: inside its op,
+    send_offsets_to_transaction, then commit_transaction and, when that fails,
+    abort_transaction; then leaving its group and closing its consumer; then one more
+    init_transactions to fence its transactional.id. Each waits its own bound. The
+    session waited 40 s: a claims run (2026-11-27) left a copier inside an op it had
+    begun as its leader was killed, recorded it as "harness stopped before this op
+    completed", and the copier's thread went on into the campaign's next runs."""
+    return 10 + CONSUME_S + 4 * COPIER_TXN_TIMEOUT_S + LEAVE_S + CLOSE_S
 
 
 def output_value(v: int) -> int:
@@ -103,13 +119,13 @@ class CopierWorker:
             consumer, producer = clients
             outcome = self._copy(consumer, producer, process, rng)
             if outcome == "info":
-                leave_group(consumer, f"copier {process}")
+                leave_group(consumer, f"copier {process}", LEAVE_S)
                 close_within(consumer, f"copier {process}")
                 abandon(producer)
                 process = self.ctx.pids.next()
                 clients = self._clients()
         if clients is not None:
-            leave_group(clients[0], f"copier {process}")
+            leave_group(clients[0], f"copier {process}", LEAVE_S)
             close_within(clients[0], f"copier {process}")
             abandon(clients[1])
         self._fence()
@@ -130,7 +146,7 @@ class CopierWorker:
         self, consumer: Consumer, producer: Producer, process: int, rng: random.Random
     ) -> Outcome | None:
         try:
-            msgs = consumer.consume(num_messages=self.spec.batch, timeout=0.5)
+            msgs = consumer.consume(num_messages=self.spec.batch, timeout=CONSUME_S)
         except KafkaException:
             return "info"
         records = [r for r in records_of(msgs)[0] if r.value is not None]

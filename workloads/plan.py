@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.workloads.base import ClientContext, Lane, Worker, Workload
 from kafka_trial.workloads.consumer import PollWorker
-from kafka_trial.workloads.copier import COPIER_TXN_TIMEOUT_S, CopierWorker
+from kafka_trial.workloads.copier import CopierWorker, copier_stop_s
 from kafka_trial.workloads.group_consumer import GroupWorker, record_group_offsets
 from kafka_trial.workloads.producer import ProducerWorker
 from kafka_trial.workloads.settings import ConsumerSpec, CopierSpec, ProducerSpec
@@ -95,7 +95,7 @@ class CopierWorkload:
         return f"kafka-trial-copier-{ctx.run_id}"
 
     def join_s(self) -> float:
-        return 10 + COPIER_TXN_TIMEOUT_S
+        return copier_stop_s()
 
     def topics(self) -> tuple[TopicSpec, ...]:
         return (self.sink,)

@@ -442,5 +442,5 @@ def _write_text(path: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    res = analyze(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    res = analyze(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None, one_shot=True)
     print(json.dumps({"valid": res.valid}))

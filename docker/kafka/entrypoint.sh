@@ -34,8 +34,8 @@ grep -q '^log.dirs=' "$conf" || echo "log.dirs=/var/lib/kafka/data" >> "$conf"
 cp=/opt/kafka/libs/*
 # The storage tool, with --ignore-formatted, formats only directories that hold no
 # meta.properties. Every restart ran it all the same, a JVM that loads Kafka's classes
-# for nothing (about 5 s of a core each time, most of a fault's restarts in the
-# suite): a directory that has one is skipped here as it would be there.
+# for nothing (about 2 s of a core each time): a directory that has one is skipped
+# here as it would be there.
 formatted=1
 dirs=$(sed -n -e 's/^log\.dirs=//p' -e 's/^metadata\.log\.dir=//p' "$conf" | tr ',' ' ')
 for d in $dirs; do

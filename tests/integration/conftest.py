@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from kafka_trial.cluster.engine import ensure_engine
@@ -159,3 +160,13 @@ def containers_with_label(label: str = "kafka-trial") -> list[str]:
         check=True,
     )
     return out.stdout.split()
+
+
+def log_since_start(container: Any, since: int, timeout_s: float = 60) -> str:
+    """A broker container's log since `since` (epoch seconds), once its broker has
+    said it started (or the timeout passed): a start returns before the JVM logs."""
+    deadline, text = time.monotonic() + timeout_s, ""
+    while "Kafka Server started" not in text and time.monotonic() < deadline:
+        time.sleep(0.5)
+        text = container.logs(since=since).decode(errors="replace")
+    return text

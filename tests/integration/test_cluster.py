@@ -12,7 +12,7 @@ from kafka_trial.contracts.history import read_history
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.packages import PartitionFault, ProcessFault
 
-from tests.integration.conftest import bind, probe, probe_client
+from tests.integration.conftest import bind, log_since_start, probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
@@ -125,10 +125,7 @@ def test_kill_leader_moves_leadership_and_start_rejoins(cluster: Cluster, rec) -
     assert ops[3].f == "start" and ops[3].type == "ok"
     # Its storage was formatted: the restart did not run the storage tool again, whose
     # JVM would have said "All of the log directories are already formatted".
-    deadline, restart_log = time.monotonic() + 60, ""
-    while "Kafka Server started" not in restart_log and time.monotonic() < deadline:
-        time.sleep(0.5)
-        restart_log = cluster.brokers[old].container.logs(since=since).decode(errors="replace")
+    restart_log = log_since_start(cluster.brokers[old].container, since)
     assert "Kafka Server started" in restart_log, restart_log[-2000:]
     assert "ormatt" not in restart_log, restart_log[-2000:]
 

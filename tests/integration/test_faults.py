@@ -14,7 +14,7 @@ from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
 from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
 from kafka_trial.nemesis.recorder import NemesisRecorder
 
-from tests.integration.conftest import bind, probe, probe_client
+from tests.integration.conftest import bind, log_since_start, probe, probe_client
 
 SPEC = RunSpec()
 TOPIC = SPEC.topic.name
@@ -229,10 +229,7 @@ def test_wipe_restarts_a_broker_with_empty_storage(cluster: Cluster, rec) -> Non
     healthy(cluster)  # the empty broker re-replicates and rejoins every ISR
     # Its empty storage was formatted again before it started (the entrypoint skips
     # the storage tool only where meta.properties is).
-    deadline, restart_log = time.monotonic() + 60, ""
-    while "Kafka Server started" not in restart_log and time.monotonic() < deadline:
-        time.sleep(0.5)
-        restart_log = cluster.brokers[hit].container.logs(since=since).decode(errors="replace")
+    restart_log = log_since_start(cluster.brokers[hit].container, since)
     assert "Kafka Server started" in restart_log, restart_log[-2000:]
     assert "Formatting metadata directory" in restart_log, restart_log[:3000]
 

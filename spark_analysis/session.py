@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.spark_analysis import jvm_lookups
 from kafka_trial.spark_analysis.java import ensure_java
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -69,6 +70,7 @@ def spark_session(
         # Only a JVM about to start needs one: with a session up, `java -version`
         # was a process per analysis for nothing.
         ensure_java()
+    jvm_lookups.install()
     # Executors must run the same Python as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

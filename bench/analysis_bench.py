@@ -54,6 +54,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import procfs
+
 TOPIC = "t"
 SEED = 20240611
 # Per 100k lines, how many of each planted anomaly (at least MIN_PLANTED of each).
@@ -614,45 +617,11 @@ def _child_floor(history: Path, master: str, parse: bool) -> dict[str, Any]:
 
 def _proc_table() -> dict[int, int]:
     """pid -> parent pid, for every process."""
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        parent[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
-    return parent
-
-
-def _status_kb(pid: int) -> dict[str, int]:
-    out: dict[str, int] = {}
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith(("VmRSS:", "VmHWM:")):
-                    out[line.split(":")[0]] = int(line.split()[1])
-    except OSError:
-        pass
-    return out
-
-
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as fh:
-            return fh.read().strip()
-    except OSError:
-        return "?"
+    return {pid: st.ppid for pid in procfs.pids() if (st := procfs.stat(pid)) is not None}
 
 
 def _xmx(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            args = fh.read().decode(errors="replace").split("\0")
-    except OSError:
-        return None
+    args = procfs.cmdline(pid) or []
     return next((a[4:] for a in args if a.startswith("-Xmx")), None)
 
 
@@ -694,13 +663,13 @@ class _Sampler:
             tree = [pid for pid in self.seen if pid in parents]
         total = 0
         for pid in tree:
-            st = _status_kb(pid)
+            st = procfs.status_kb(pid, "VmRSS", "VmHWM")
             if not st:
                 continue
             self.seen.add(pid)
             if self.comm.get(pid) != "java":
                 # spark-submit is a shell script that execs java: read comm again.
-                self.comm[pid] = _comm(pid)
+                self.comm[pid] = procfs.comm(pid) or "?"
                 if self.comm[pid] == "java":
                     self.xmx[pid] = _xmx(pid) or "?"
             total += st.get("VmRSS", 0)

@@ -26,23 +26,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-HZ = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import procfs
 
 
 def _jvm_cpu_s() -> float:
     """CPU seconds of this process's driver JVM (its child running SparkSubmit)."""
-    me = str(os.getpid())
-    total = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            if stat[1] != me:
-                continue
-            if b"SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                total += int(stat[11]) + int(stat[12])
-        except OSError:
-            continue
-    return total / HZ
+    me = os.getpid()
+    ticks = 0
+    for pid in procfs.pids():
+        st = procfs.stat(pid)
+        if (
+            st is not None
+            and st.ppid == me
+            and any("SparkSubmit" in a for a in procfs.cmdline(pid) or [])
+        ):
+            ticks += st.cpu_ticks
+    return ticks / procfs.HZ
 
 
 def _child(run: Path, analyses: int, keep: bool) -> dict[str, Any]:
@@ -83,7 +83,6 @@ def main() -> int:
     ap.add_argument("--analyses", type=int, default=8)
     ap.add_argument("--pairs", type=int, default=2)
     args = ap.parse_args()
-    sys.path.insert(0, str(Path(__file__).parent))
     from analysis_bench import write_history
 
     with tempfile.TemporaryDirectory() as tmp:

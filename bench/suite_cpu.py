@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-HZ = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import procfs
 
 
 def kind(cmdline: str, nice: int) -> str:
@@ -55,24 +55,6 @@ def kind(cmdline: str, nice: int) -> str:
     return "other"
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(start time, CPU ticks, nice) of a process, None if it is gone."""
-    try:
-        st = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    f = st[st.rfind(")") + 2 :].split()
-    return int(f[19]), int(f[11]) + int(f[12]), int(f[16])
-
-
-def _cmdline(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
-
-
 def sample(
     cmd: list[str], out: Path | None, every_s: float = 2.0
 ) -> tuple[float, dict[str, float]]:
@@ -84,14 +66,12 @@ def sample(
     child = subprocess.Popen(cmd)
     while True:
         alive = set()
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
+        for pid in procfs.pids():
+            st, args = procfs.stat(pid), procfs.cmdline(pid)
+            if st is None or args is None:
                 continue
-            pid = int(name)
-            st, cmdline = _stat(pid), _cmdline(pid)
-            if st is None or cmdline is None:
-                continue
-            start, cpu, nice = st
+            start, cpu, nice = st.start, st.cpu_ticks, st.nice
+            cmdline = " ".join(args).strip()
             alive.add(pid)
             # Re-read each time: a launcher script becomes the JVM it execs.
             k = kind(cmdline, nice)
@@ -104,7 +84,7 @@ def sample(
         for pid in set(seen) - alive:
             del seen[pid]
         first = False
-        result = {k: round(v / HZ, 1) for k, v in ticks.most_common()}
+        result = {k: round(v / procfs.HZ, 1) for k, v in ticks.most_common()}
         if out is not None:
             out.write_text(json.dumps({"elapsed_s": time.monotonic() - t0, "cpu_s": result}))
         if child.poll() is not None:

@@ -96,6 +96,11 @@ class AnalysisFacts(_Part):
 
     spark_master: str = Field(description="local[*] or spark://HOST:PORT")
     session_s: float = Field(0.0, description="seconds to get a Spark session")
+    session_started: str = Field(
+        "",
+        description="how the session's JVM came to be up: now (this analysis started it), "
+        "early (the run started it as its final heal began), or reused (it was up already)",
+    )
     cache: str = Field("", description="the columnar cache: what this analysis did with it")
     cache_found: str = Field("", description="the cache as this analysis found it")
     parser: str = Field(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import json
 import os
 import signal
@@ -116,7 +117,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
     spec = _load_spec(a)
     run_dir = new_run_dir(spec)
-    outcome = run(spec, run_dir)
+    early = None
+    if not a.no_analyze:
+        from kafka_trial.spark_analysis.job import start_session_early
+
+        # The JVM starts while the heal and drain mostly wait, not after them.
+        early = functools.partial(start_session_early, run_dir, a.spark_master, one_shot=True)
+    outcome = run(spec, run_dir, on_final_heal=early)
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phase_s.items())
     print(
         f"run: {outcome.ops} send ops at {outcome.ops_per_s:.0f}/s, "
@@ -195,6 +202,10 @@ def _cmd_finish(a: argparse.Namespace) -> int:
     from kafka_trial.harness.runner import signals_interrupt
 
     run_dir = Path(a.run_dir)
+    if not a.no_analyze and run_dir.is_dir():
+        from kafka_trial.spark_analysis.job import start_session_early
+
+        start_session_early(run_dir, a.spark_master, one_shot=True)  # during the drain
     with signals_interrupt():
         info = finish_run(run_dir, keep_cluster=a.keep_cluster)
     done = info["finished_by"]

@@ -123,10 +123,17 @@ class RunOutcome:
     values_acked_per_s: float = 0.0  # during the load phase (fault phase and quiet spell)
 
 
-def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOutcome:
+def run(
+    spec: RunSpec,
+    run_dir: Path,
+    warm: WarmCluster | None = None,
+    on_final_heal: Callable[[], object] | None = None,
+) -> RunOutcome:
     """One run. With `warm`, the run takes the warm cluster if its broker side fits
     (with fresh topic names, recorded in spec.json) and gives it back healed if the
-    run ends healthy; without, it starts its own cluster and removes it."""
+    run ends healthy; without, it starts its own cluster and removes it.
+    `on_final_heal` is called as the final heal begins: the load has ended, and what
+    comes next is mostly waiting (`kafka-trial run` starts Spark there)."""
     try:
         r = _Run(spec, run_dir, warm)
     except BaseException as e:
@@ -137,6 +144,8 @@ def run(spec: RunSpec, run_dir: Path, warm: WarmCluster | None = None) -> RunOut
             r.cluster_ready()
             point_latest(run_dir)
             r.load()
+            if on_final_heal is not None:
+                on_final_heal()
             r.final_heal()
             r.drain()
             r.completed = True

@@ -38,10 +38,16 @@ from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
 from kafka_trial.spark_analysis.report_data import report_data
-from kafka_trial.spark_analysis.session import jit_profile, spark_session
+from kafka_trial.spark_analysis.session import (
+    jit_profile,
+    prestart,
+    spark_session,
+    started_early,
+)
 from kafka_trial.spark_analysis.sources import ByteRanges, HadoopFile, HistorySource, resolve
 from kafka_trial.spark_analysis.undecided import undecided_findings
 from pydantic import ValidationError
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 _CHUNK = 65536
@@ -204,6 +210,23 @@ def analyze(
         status(None)
 
 
+def start_session_early(
+    run_dir: Path, spark_master: str | None = None, one_shot: bool = False
+) -> None:
+    """Start, on a thread, the session that `analyze(run_dir, spark_master, one_shot=...)`
+    will use, while the run still writes its history: `kafka-trial run` calls this as
+    its final heal begins, so the JVM starts during the heal and drain instead of
+    after them. The history is not final yet: the drain reads back about what was
+    sent, so twice its size now stands for its size then (ONE_SHOT_C1_MAX_BYTES)."""
+    try:
+        master = spark_master or read_check_settings(run_dir / "spec.json").spark_master
+    except TrialError:
+        return  # the analysis reports the bad spec; an early start must not stop a run
+    history = run_dir / "history.jsonl"
+    size = history.stat().st_size if history.is_file() else 0
+    prestart(master, one_shot=one_shot and 2 * size <= ONE_SHOT_C1_MAX_BYTES)
+
+
 def _source(target: str | Path | HistorySource, out_dir: Path | None) -> HistorySource:
     src = target if isinstance(target, HistorySource) else resolve(target, out_dir)
     return dataclasses.replace(src, out_dir=out_dir) if out_dir is not None else src
@@ -290,7 +313,9 @@ def _judge(
     t0: float,
     one_shot: bool = False,
 ) -> Results:
+    was_up = SparkContext._active_spark_context is not None
     spark, master, check = _session_for(src, spark_master, one_shot)
+    started = "early" if started_early(spark) else "reused" if was_up else "now"
     ranges = src.ranges(spark)
     if not ranges.exists():
         raise TrialError(f"{src.uri} not found", "check the URI and that Spark can read it")
@@ -346,6 +371,7 @@ def _judge(
         facts = AnalysisFacts(
             spark_master=master,
             session_s=round(t_session, 3),
+            session_started=started,
             cache=use.status if use else "remote",
             cache_found=use.found if use else "none",
             parser=use.parser if use else "spark",

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
 from pathlib import Path
 
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import log
 from kafka_trial.spark_analysis import jvm_lookups
 from kafka_trial.spark_analysis.java import ensure_java
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
@@ -41,24 +42,23 @@ def driver_log() -> Path:
     return Path(os.environ.get("KAFKA_TRIAL_SPARK_LOG", default))
 
 
-@contextlib.contextmanager
-def _jvm_output_to(path: Path) -> Iterator[None]:
-    """The driver JVM inherits this process's stderr when it starts, and the JVM
-    launcher prints to it before any logging config applies (e.g. "Using incubator
-    modules"). While it starts, fd 2 is the log file; then it is the terminal again,
-    for this process only."""
-    if SparkContext._active_spark_context is not None:  # no JVM to start
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with path.open("ab") as log:
-            os.dup2(log.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+# One session is started at a time: `prestart` starts it on a thread while the run's
+# heal and drain go on, and an analysis that asks meanwhile waits for that one.
+_starting = threading.Lock()
+# The context `prestart` started, if it started one.
+_early: SparkContext | None = None
+
+
+def _launch_context(conf: SparkConf) -> None:
+    """Start the driver JVM with its stderr going to driver_log(): the JVM launcher
+    prints there before any logging config applies (e.g. "Using incubator modules").
+    Only the JVM's stderr is redirected, not this process's, so log lines written by
+    other threads while the JVM starts still reach the terminal."""
+    gateway = None
+    if SparkContext._gateway is None:  # else a failed start left its JVM to reuse
+        with driver_log().open("ab") as out:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": out})
+    SparkContext(conf=conf, gateway=gateway)
 
 
 def spark_session(
@@ -66,6 +66,11 @@ def spark_session(
 ) -> SparkSession:
     """The active session, or a new one. `one_shot`: a JVM started now will judge one
     small history and exit, so it compiles with C1 only (JIT_ONE_SHOT)."""
+    with _starting:
+        return _spark_session(master, app, one_shot)
+
+
+def _spark_session(master: str, app: str, one_shot: bool) -> SparkSession:
     if SparkContext._active_spark_context is None:
         # Only a JVM about to start needs one: with a session up, `java -version`
         # was a process per analysis for nothing.
@@ -74,49 +79,47 @@ def spark_session(
     # Executors must run the same Python as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app)
+    options = {
+        "spark.master": master,
+        "spark.app.name": app,
         # Histories are small to medium; 200 shuffle partitions only adds overhead.
-        .config("spark.sql.shuffle.partitions", "8" if master.startswith("local") else "64")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
+        "spark.sql.shuffle.partitions": "8" if master.startswith("local") else "64",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         # The status store keeps every query's plan and per-task metrics for the UI
         # even with the UI off (1,000 queries by default); a session that judges one
         # history after another (the tests, finish, campaigns) filled its heap with
         # them and spent most of its time in full GCs.
-        .config("spark.sql.ui.retainedExecutions", "8")
-        .config("spark.ui.retainedJobs", "32")
-        .config("spark.ui.retainedStages", "32")
-        .config("spark.ui.retainedTasks", "1000")
-        .config(
-            "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} "
-            + (JIT_ONE_SHOT if one_shot else JIT_AND_GC),
-        )
+        "spark.sql.ui.retainedExecutions": "8",
+        "spark.ui.retainedJobs": "32",
+        "spark.ui.retainedStages": "32",
+        "spark.ui.retainedTasks": "1000",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} "
+        + (JIT_ONE_SHOT if one_shot else JIT_AND_GC),
         # Each analysis generates a few hundred classes; Spark's default cache of 100
         # compiled ones evicted them all, so every analysis in a session compiled
         # (Janino) and JIT-compiled the same classes again.
-        .config("spark.sql.codegen.cache.maxEntries", "1000")
-        .config("spark.driver.memory", os.environ.get("KAFKA_TRIAL_SPARK_DRIVER_MEMORY", "2g"))
-        .config("spark.sql.session.timeZone", "UTC")
+        "spark.sql.codegen.cache.maxEntries": "1000",
+        "spark.driver.memory": os.environ.get("KAFKA_TRIAL_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.session.timeZone": "UTC",
         # A window over one process's reads (the drain's are most of a history) is
         # buffered whole and spills in many files; each spill reader's read-ahead
         # buffers ran a 10M-line analysis out of its 2 GB heap. (The reader's buffer
         # stays at its default: Spark refuses one below 1 MiB.)
-        .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
+        "spark.unsafe.sorter.spill.read.ahead.enabled": "false",
         # Parquet compresses a history about 5x, so 128 MB splits of the columnar
         # cache hold 5x the rows of the JSON's, and one cached partition of a 10M-line
         # history no longer fit the heap when read back.
-        .config("spark.sql.files.maxPartitionBytes", "32m")
+        "spark.sql.files.maxPartitionBytes": "32m",
         # PySpark 4 wraps every Column function to send its Python call site to the
         # JVM for error messages: ten round trips to the driver per function, two
         # thirds of an analysis's ~14,000, each waiting for a busy JVM's thread.
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-    )
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
+    }
     try:
-        with _jvm_output_to(driver_log()):
-            spark = builder.getOrCreate()
+        if SparkContext._active_spark_context is None:
+            _launch_context(SparkConf().setAll(options.items()))
+        spark = SparkSession.builder.config(map=options).getOrCreate()
     except Exception as e:
         raise TrialError(
             f"could not start Spark with master {master}: {str(e).splitlines()[0][:200]}",
@@ -124,6 +127,32 @@ def spark_session(
         ) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def prestart(master: str = "local[*]", one_shot: bool = False) -> threading.Thread:
+    """Start the session on a daemon thread, so that an analysis that comes later
+    (`kafka-trial run` judges right after its drain) finds it up. A failure here is
+    only logged: the analysis starts the session again and reports its error."""
+
+    def start() -> None:
+        global _early
+        try:
+            with _starting:
+                fresh = SparkContext._active_spark_context is None
+                spark = _spark_session(master, "kafka-trial-analysis", one_shot)
+                if fresh:
+                    _early = spark.sparkContext
+        except Exception as e:  # the analysis will start it again and say why it failed
+            log(f"starting Spark ahead of the analysis failed: {str(e).splitlines()[0][:200]}")
+
+    t = threading.Thread(target=start, name="spark-prestart", daemon=True)
+    t.start()
+    return t
+
+
+def started_early(spark: SparkSession) -> bool:
+    """Whether `prestart` started this session's JVM, ahead of the analysis."""
+    return _early is not None and spark.sparkContext is _early
 
 
 def jit_profile(spark: SparkSession) -> str:

@@ -35,6 +35,7 @@ def test_the_cli_judges_a_history_file_without_jvm_noise(tmp_path: Path) -> None
     assert res["anomalies"]["lost-write"]["count"] == 1
     # The command judges one history and exits: its JVM compiled with C1 only.
     assert res["analysis"]["jit"] == "one-shot"
+    assert res["analysis"]["session_started"] == "now"
 
 
 def test_a_file_uri_with_results_elsewhere(spark, tmp_path: Path) -> None:
@@ -44,6 +45,7 @@ def test_a_file_uri_with_results_elsewhere(spark, tmp_path: Path) -> None:
     assert res["anomalies"]["lost-write"]["count"] == 1
     assert (out / "results.json").is_file() and not (run_dir / "results.json").exists()
     assert res.analysis.jit == "long"  # the tests' session judges one history after another
+    assert res.analysis.session_started == "reused"
 
 
 def test_only_a_one_shot_analysis_of_a_small_local_history_starts_a_c1_jvm(

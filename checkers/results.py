@@ -111,6 +111,11 @@ class AnalysisFacts(_Part):
     native_parse_s: float = Field(
         0.0, description="seconds the cache check and native parse took, beside the session"
     )
+    parsed_during_run: bool = Field(
+        False,
+        description="the native parse followed history.jsonl while the run wrote it "
+        "(kafka-trial run), and its rows were of exactly the final file's bytes",
+    )
     one_task: bool = Field(False, description="the history was judged in one Spark task")
     jit: str = Field(
         "",

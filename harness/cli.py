@@ -119,10 +119,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
     run_dir = new_run_dir(spec)
     early = None
     if not a.no_analyze:
-        from kafka_trial.spark_analysis.job import start_session_early
+        from kafka_trial.spark_analysis.job import start_analysis_early
 
         # The JVM starts while the heal and drain mostly wait, not after them.
-        early = functools.partial(start_session_early, run_dir, a.spark_master, one_shot=True)
+        early = functools.partial(start_analysis_early, run_dir, a.spark_master, one_shot=True)
     outcome = run(spec, run_dir, on_final_heal=early)
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in outcome.phase_s.items())
     print(
@@ -203,9 +203,9 @@ def _cmd_finish(a: argparse.Namespace) -> int:
 
     run_dir = Path(a.run_dir)
     if not a.no_analyze and run_dir.is_dir():
-        from kafka_trial.spark_analysis.job import start_session_early
+        from kafka_trial.spark_analysis.job import start_analysis_early
 
-        start_session_early(run_dir, a.spark_master, one_shot=True)  # during the drain
+        start_analysis_early(run_dir, a.spark_master, one_shot=True)  # during the drain
     with signals_interrupt():
         info = finish_run(run_dir, keep_cluster=a.keep_cluster)
     done = info["finished_by"]

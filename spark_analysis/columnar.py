@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.contracts.log import log
+from kafka_trial.spark_analysis.follow_parse import Follower, file_sha256
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.native_parse import to_parquet
 from pyspark.sql import DataFrame, SparkSession
@@ -49,6 +51,34 @@ MIN_BYTES_DEFAULT = 16 << 20
 # (45 s of parse, 37 s of it after the session was up, against Spark's ~18 s);
 # 2026-11-26, bench/analysis_bench.py. The bound between was not measured finer.
 NATIVE_MAX_BYTES = 192 << 20
+
+
+# How long an analysis waits for a follower (follow_parse) to parse what is left.
+FOLLOW_TIMEOUT_S = 300
+_followers: dict[Path, Follower] = {}
+_followers_lock = threading.Lock()
+
+
+def _native_on() -> bool:
+    return os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0"
+
+
+def follow(history: Path) -> None:
+    """Start parsing history.jsonl while it is still being written (follow_parse):
+    the next `prepare` of it in this process takes those rows if they are of exactly
+    the bytes it holds by then."""
+    if not _native_on() or not history.is_file():
+        return
+    key = history.resolve()
+    with _followers_lock:
+        if key not in _followers:
+            out = history.with_name(f".{CACHE}.follow.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+            _followers[key] = Follower(history, out)
+
+
+def _take_follower(history: Path) -> Follower | None:
+    with _followers_lock:
+        return _followers.pop(history.resolve(), None)
 
 
 def _min_bytes() -> int:
@@ -125,6 +155,7 @@ class Prepared:
     native: str
     seconds: float = 0.0
     temp: Path | None = None
+    followed: bool = False  # the rows were parsed while the run wrote them (follow)
 
 
 def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:
@@ -168,21 +199,33 @@ def prepare(history: Path, temp_ok: bool = True) -> Prepared:
     parse (native_parse.py) writing it. Needs no Spark, so it runs while the JVM
     starts. A history below the cache's size bound gets its Parquet in a temporary
     directory (`Prepared.temp`), unless not `temp_ok` (a cluster's executors would
-    not see it); one above NATIVE_MAX_BYTES is left to Spark's parse."""
+    not see it); one above NATIVE_MAX_BYTES is left to Spark's parse, unless it was
+    followed while it was written (`follow`): then only what was left is parsed."""
+    follower = _take_follower(history)
+    try:
+        return _prepare(history, temp_ok, follower)
+    finally:
+        if follower is not None:
+            follower.abandon()  # a no-op once its rows were taken
+
+
+def _prepare(history: Path, temp_ok: bool, follower: Follower | None) -> Prepared:
     t0 = time.monotonic()
     size = history.stat().st_size
-    native_on = os.environ.get("KAFKA_TRIAL_NATIVE_PARSE", "1") != "0" and size <= int(
-        os.environ.get("KAFKA_TRIAL_NATIVE_MAX_BYTES", NATIVE_MAX_BYTES)
+    native_on = _native_on() and (
+        follower is not None
+        or size <= int(os.environ.get("KAFKA_TRIAL_NATIVE_MAX_BYTES", NATIVE_MAX_BYTES))
     )
     if size < _min_bytes():
         # Not worth a cache beside it, but the native parse still spares Spark the JSON.
         if not native_on or not temp_ok:
             return Prepared("none", False, "")
         temp = Path(tempfile.mkdtemp(prefix="kt-native-"))
-        if to_parquet(history, temp / "part-00000.snappy.parquet") is None:
+        rows, followed = _native(history, temp / "part-00000.snappy.parquet", follower)
+        if rows is None:
             shutil.rmtree(temp, ignore_errors=True)
             return Prepared("none", False, "declined", time.monotonic() - t0)
-        return Prepared("none", False, "temp", time.monotonic() - t0, temp)
+        return Prepared("none", False, "temp", time.monotonic() - t0, temp, followed)
     cache = history.with_name(CACHE)
     want = fingerprint(history)
     there, current = _current(cache, want)
@@ -195,7 +238,8 @@ def prepare(history: Path, temp_ok: bool = True) -> Prepared:
     try:
         _sidecar(cache).unlink(missing_ok=True)
         tmp.mkdir()
-        if to_parquet(history, tmp / "part-00000.snappy.parquet") is None:
+        rows, followed = _native(history, tmp / "part-00000.snappy.parquet", follower)
+        if rows is None:
             shutil.rmtree(tmp, ignore_errors=True)
             return Prepared(found, False, "declined", time.monotonic() - t0)
         ok = _install(tmp, cache, history, want)
@@ -203,7 +247,23 @@ def prepare(history: Path, temp_ok: bool = True) -> Prepared:
         log(f"history cache not written ({type(e).__name__}: {str(e)[:200]}); parsing the JSON")
         shutil.rmtree(tmp, ignore_errors=True)
         return Prepared(found, False, "unwritable", time.monotonic() - t0)
-    return Prepared(found, ok, "written" if ok else "declined", time.monotonic() - t0)
+    return Prepared(
+        found, ok, "written" if ok else "declined", time.monotonic() - t0, followed=followed and ok
+    )
+
+
+def _native(history: Path, dest: Path, follower: Follower | None) -> tuple[int | None, bool]:
+    """history's flat rows into the Parquet file `dest`, and whether they came from
+    the follower: its rows only if the bytes it parsed are exactly what history.jsonl
+    holds now, else a parse now (None: declined)."""
+    if follower is not None:
+        got = follower.finish(FOLLOW_TIMEOUT_S)
+        if got is not None and got.rows is not None:
+            if (got.size, got.sha256) == file_sha256(history):
+                shutil.move(got.out, dest)
+                return got.rows, True
+            log("history.jsonl is not what was parsed while the run wrote it; parsing it again")
+    return to_parquet(history, dest), False
 
 
 def _flat_rows(spark: SparkSession, history: Path) -> DataFrame:

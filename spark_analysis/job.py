@@ -33,7 +33,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import log, status
 from kafka_trial.nemesis.catalog import is_fault
 from kafka_trial.spark_analysis.checks_cycles import not_searched
-from kafka_trial.spark_analysis.columnar import Prepared, parsed_rows, prepare
+from kafka_trial.spark_analysis.columnar import Prepared, follow, parsed_rows, prepare
 from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
@@ -210,12 +210,13 @@ def analyze(
         status(None)
 
 
-def start_session_early(
+def start_analysis_early(
     run_dir: Path, spark_master: str | None = None, one_shot: bool = False
 ) -> None:
-    """Start, on a thread, the session that `analyze(run_dir, spark_master, one_shot=...)`
-    will use, while the run still writes its history: `kafka-trial run` calls this as
-    its final heal begins, so the JVM starts during the heal and drain instead of
+    """Start what `analyze(run_dir, spark_master, one_shot=...)` will need while the
+    run still writes its history: the session, on a thread, and the native parse,
+    following history.jsonl as it grows (columnar.follow). `kafka-trial run` calls
+    this as its final heal begins, so both go on during the heal and drain instead of
     after them. The history is not final yet: the drain reads back about what was
     sent, so twice its size now stands for its size then (ONE_SHOT_C1_MAX_BYTES)."""
     try:
@@ -224,6 +225,7 @@ def start_session_early(
         return  # the analysis reports the bad spec; an early start must not stop a run
     history = run_dir / "history.jsonl"
     size = history.stat().st_size if history.is_file() else 0
+    follow(history)
     prestart(master, one_shot=one_shot and 2 * size <= ONE_SHOT_C1_MAX_BYTES)
 
 
@@ -376,6 +378,12 @@ def _judge(
             cache_found=use.found if use else "none",
             parser=use.parser if use else "spark",
             native_parse_s=round(prepared.seconds, 3) if prepared else 0.0,
+            parsed_during_run=bool(
+                prepared is not None
+                and prepared.followed
+                and use is not None
+                and use.parser == "native"
+            ),
             one_task=one_task,
             jit=jit_profile(spark),
             total_s=round(time.monotonic() - t0, 3),

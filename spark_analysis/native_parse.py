@@ -17,7 +17,7 @@ lines, their count and examples, and the cut-off last line stay Spark's to judge
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,59 +207,93 @@ def _rows_of_line(d: Any, emit: Callable[..., None]) -> None:
             emit(*op, None, None, "micro", *micro, 0, None, None, None, None)
 
 
-def _lines(path: Path) -> Iterator[str]:
-    with path.open("rb") as fh:
-        for raw in fh:
-            if b"\r" in raw:
-                raise Declined("a carriage return (Spark splits lines there too)")
-            line = raw.decode("utf-8")  # UnicodeDecodeError: declined by the caller
-            body = line[:-1] if line.endswith("\n") else line
-            if body.strip(" ") == "":
-                continue  # Spark drops lines that are blank (spaces only)
-            if not body.rstrip(" ").endswith("}"):
-                raise Declined("text after the object")
-            yield body
+def _line_body(raw: bytes) -> str | None:
+    """One line's text as Spark reads it (`raw` without its newline), or None for a
+    line Spark drops."""
+    if b"\r" in raw:
+        raise Declined("a carriage return (Spark splits lines there too)")
+    body = raw.decode("utf-8")  # UnicodeDecodeError: declined by the caller
+    if body.strip(" ") == "":
+        return None  # Spark drops lines that are blank (spaces only)
+    if not body.rstrip(" ").endswith("}"):
+        raise Declined("text after the object")
+    return body
+
+
+# What a line can raise when this parser does not vouch for it. ValueError: bad JSON
+# or UTF-8; the others: a value Arrow does not take for its column (an integer beyond
+# int64 too), a record without one of its keys.
+DECLINES = (Declined, ValueError, TypeError, KeyError, OverflowError, RecursionError,
+            pa.ArrowException)  # fmt: skip
+
+
+class RowWriter:
+    """Flat rows into one Parquet file, a row group at a time. Rows are kept as
+    tuples and turned into columns once per group (in C)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.schema = arrow_schema()
+        self.rows = 0
+        self._decode = json.JSONDecoder(parse_float=_Float, parse_constant=_no_constant).decode
+        self._batch: list[tuple[Any, ...]] = []
+        self._add = self._batch.append
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            out, self.schema, compression="snappy"
+        )
+
+    def _emit(self, *row: Any) -> None:
+        self._add(row)
+
+    def line(self, raw: bytes) -> None:
+        """Parse one line (without its newline); raises one of DECLINES."""
+        body = _line_body(raw)
+        if body is None:
+            return
+        _rows_of_line(self._decode(body), self._emit)
+        if len(self._batch) >= _GROUP_ROWS:
+            self._write()
+
+    def _write(self) -> None:
+        cols = list(zip(*self._batch, strict=True)) or [()] * len(self.schema)
+        table = pa.Table.from_arrays(
+            [pa.array(c, type=self.schema.field(i).type) for i, c in enumerate(cols)],
+            schema=self.schema,
+        )
+        assert self._writer is not None
+        self._writer.write_table(table, row_group_size=_GROUP_ROWS)
+        self.rows += len(self._batch)
+        self._batch.clear()
+
+    def close(self) -> int:
+        """Write what is left and close: the number of rows written."""
+        if self._batch or self.rows == 0:
+            self._write()
+        assert self._writer is not None
+        self._writer.close()
+        self._writer = None
+        return self.rows
+
+    def discard(self) -> None:
+        """Close without finishing, and remove the file."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.out.unlink(missing_ok=True)
 
 
 def to_parquet(history: Path, out: Path) -> int | None:
     """Write history's flat rows to the Parquet file `out`: the number of rows, or
     None if this parser declines the history (nothing is left at `out` then)."""
-    schema = arrow_schema()
-    decode = json.JSONDecoder(parse_float=_Float, parse_constant=_no_constant).decode
-    batch: list[tuple[Any, ...]] = []
-    add = batch.append
-
-    def emit(*row: Any) -> None:
-        add(row)
-
-    def table() -> pa.Table:
-        # Rows are kept as tuples and turned into columns once per batch (in C).
-        cols = list(zip(*batch, strict=True)) or [()] * len(schema)
-        return pa.Table.from_arrays(
-            [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)], schema=schema
-        )
-
-    rows = 0
-    writer: pq.ParquetWriter | None = None
+    w: RowWriter | None = None
     try:
-        writer = pq.ParquetWriter(out, schema, compression="snappy")
-        for line in _lines(history):
-            _rows_of_line(decode(line), emit)
-            if len(batch) >= _GROUP_ROWS:
-                rows += len(batch)
-                writer.write_table(table(), row_group_size=_GROUP_ROWS)
-                batch.clear()
-        if batch or rows == 0:
-            rows += len(batch)
-            writer.write_table(table(), row_group_size=_GROUP_ROWS)
-        writer.close()
-        writer = None
-        return rows
-    except (Declined, ValueError, TypeError, KeyError, OverflowError, RecursionError,
-            pa.ArrowException):  # fmt: skip
-        # ValueError: bad JSON or UTF-8; the others: a value Arrow does not take for
-        # its column (an integer beyond int64 too), a record without one of its keys.
-        if writer is not None:
-            writer.close()
+        w = RowWriter(out)
+        with history.open("rb") as fh:
+            for raw in fh:
+                w.line(raw[:-1] if raw.endswith(b"\n") else raw)
+        return w.close()
+    except DECLINES:
+        if w is not None:
+            w.discard()
         out.unlink(missing_ok=True)
         return None

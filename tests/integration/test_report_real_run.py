@@ -29,8 +29,11 @@ def test_run_writes_a_report_that_loads_offline(tmp_path: Path, images) -> None:
     page = run / "report.html"
     assert f"report: {page}" in done.stdout, done.stdout[-2000:]
     results = json.loads((run / "results.json").read_text())
-    # The JVM started as the final heal began, while the heal and drain went on.
+    # The JVM started as the final heal began, and the history was parsed as it was
+    # written, while the heal and drain went on.
     assert results["analysis"]["session_started"] == "early", results["analysis"]
+    assert results["analysis"]["parsed_during_run"] is True, results["analysis"]
+    assert not list(run.glob(".history.parquet.*")), "a follower's file was left behind"
     nemesis = json.loads((run / "report-data.json").read_text())["nemesis"]
     faults = [o for o in nemesis if o["type"] == "ok" and o["f"] in ("kill", "partition")]
     assert faults, nemesis

@@ -96,12 +96,15 @@ def test_an_early_start_picks_the_jit_for_the_history_after_its_drain(
 ) -> None:
     """The drain will read back about what was sent: twice the size at the heal."""
     asked: list[tuple[str, bool]] = []
+    followed: list[Path] = []
     monkeypatch.setattr(job, "prestart", lambda m, one_shot: asked.append((m, one_shot)))
+    monkeypatch.setattr(job, "follow", followed.append)
     run = _run_dir(tmp_path, json.dumps({"check": {"spark_master": "local[2]"}}), size)
-    job.start_session_early(run, None, one_shot=True)
+    job.start_analysis_early(run, None, one_shot=True)
     assert asked == [("local[2]", c1)]
+    assert followed == [run / "history.jsonl"]
     asked.clear()
-    job.start_session_early(run, "spark://h:7077", one_shot=False)
+    job.start_analysis_early(run, "spark://h:7077", one_shot=False)
     assert asked == [("spark://h:7077", False)]
 
 
@@ -110,7 +113,8 @@ def test_an_early_start_never_stops_a_run_with_a_bad_spec(
 ) -> None:
     asked: list[object] = []
     monkeypatch.setattr(job, "prestart", lambda *a, **k: asked.append(a))
+    monkeypatch.setattr(job, "follow", asked.append)
     run = _run_dir(tmp_path, "{not json", 10)
-    job.start_session_early(run, None, one_shot=True)  # the analysis reports the spec
+    job.start_analysis_early(run, None, one_shot=True)  # the analysis reports the spec
     assert asked == []
     assert not [t for t in threading.enumerate() if t.name == "spark-prestart"]

@@ -1164,7 +1164,7 @@ def _child_verdict_early(run: Path, master: str, drain_s: float) -> dict[str, An
     out = {
         "verdict_s": verdict_s,
         "drain_s": drained - t0,
-        "counts": {n: a.count for n, a in res.anomalies.items()},
+        "counts": {n: a.count for n, a in res.anomalies.items() if not a.skipped},
         "analysis": res.analysis.model_dump(),
     }
     shutil.rmtree(sim, ignore_errors=True)

@@ -8,6 +8,7 @@ against the cluster as it is right then.
 from __future__ import annotations
 
 import random
+import time
 
 from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.nemesis.catalog import ROLES
@@ -16,6 +17,12 @@ TXN_STATE = "__transaction_state"
 OFFSETS = "__consumer_offsets"
 # Internal topic -> the role whose brokers lead its partitions.
 COORDINATORS = {"txn-coordinator": TXN_STATE, "group-coordinator": OFFSETS}
+
+
+# How often, and how far apart, a role is looked up again when the answer lacks the
+# run's topic altogether.
+LAG_LOOKS = 4
+LAG_WAIT_S = 0.5
 
 
 class NoTarget(RuntimeError):
@@ -48,7 +55,17 @@ def resolve(role: str, cluster: ClusterControl, topic: str, partition: int, pick
         if not leaders:
             raise NoTarget(f"no leader known for {internal} (no transaction or group yet?)")
         return sorted(leaders)  # type: ignore[arg-type]
-    st = cluster.partitions(topic).get(partition)
+    parts = cluster.partitions(topic)
+    for _ in range(LAG_LOOKS):
+        # The run created its topic, so an answer without it comes from a broker whose
+        # metadata has not caught up (KRaft brokers apply the controller's records each
+        # in its own time): right after the topic was seen in sync, a kill-leader found
+        # "no leader" 84 ms in. A partition without a leader is an answer: no retry.
+        if parts:
+            break
+        time.sleep(LAG_WAIT_S)
+        parts = cluster.partitions(topic)
+    st = parts.get(partition)
     if st is None or st.leader is None:
         raise NoTarget(f"no leader known for {topic}/{partition}")
     if role == "leader":

@@ -478,3 +478,42 @@ def test_heal_all_wakes_a_client_whose_own_heal_never_ran(tmp_path: Path) -> Non
         CLIENTS.unregister(child.pid)
         child.kill()
         child.wait()
+
+
+class _Lagging(FakeCluster):
+    """A cluster whose first answers come from a broker that has not yet applied the
+    topic's records: no topic at all."""
+
+    lag: int = 2
+    asked: int = 0
+
+    def partitions(self, topic: str, timeout_s: float = 5) -> dict:
+        self.asked += 1
+        return {} if self.asked <= self.lag else super().partitions(topic, timeout_s)
+
+
+def test_a_view_without_the_run_s_topic_is_looked_up_again(monkeypatch) -> None:
+    from kafka_trial.nemesis import targets
+
+    monkeypatch.setattr(targets, "LAG_WAIT_S", 0)
+    cluster = _Lagging()
+    assert resolve("leader", cluster, "trial", 0, 0) == [cluster.leaders[0]]
+    assert cluster.asked == 3
+    # A view that never has the topic ends as before: no target.
+    never = _Lagging()
+    never.lag = 99
+    with pytest.raises(RuntimeError, match="no leader known for trial/0"):
+        resolve("leader", never, "trial", 0, 0)
+    assert never.asked == 1 + targets.LAG_LOOKS
+
+
+def test_a_partition_without_a_leader_is_an_answer_not_a_lag(monkeypatch) -> None:
+    from kafka_trial.nemesis import targets
+
+    monkeypatch.setattr(targets, "LAG_WAIT_S", 0)
+    cluster = _Lagging()
+    cluster.lag = 0
+    cluster.leaders[0] = None  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="no leader known for trial/0"):
+        resolve("leader", cluster, "trial", 0, 0)
+    assert cluster.asked == 1

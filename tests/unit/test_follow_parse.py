@@ -145,25 +145,32 @@ def _planted(tmp_path: Path, of: bytes) -> _Fake:
     return _Fake(Followed(rows, size, sha, out, 0.1))
 
 
+def _prepare_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, seen: bytes
+) -> tuple[Path, _Fake, columnar.Prepared]:
+    """history.jsonl holds `data`; a follower parsed `seen`; then `prepare` runs."""
+    hist = tmp_path / "run" / "history.jsonl"
+    hist.parent.mkdir()
+    hist.write_bytes(data)
+    fake = _planted(tmp_path, seen)
+    monkeypatch.setattr(columnar, "_take_follower", lambda h: fake)
+    return hist, fake, columnar.prepare(hist)
+
+
 def test_rows_of_other_bytes_than_the_final_file_s_are_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Planted: the follower parsed a history whose middle was rewritten afterwards
     # (same size, same ends: the cache's fingerprint alone would not see it).
     data = _history(tmp_path)
-    hist = tmp_path / "run" / "history.jsonl"
-    hist.parent.mkdir()
-    hist.write_bytes(data)
     # A follower's rows of different bytes of the same size.
     other = bytearray(data)
     m = re.compile(rb'"offset": ?(\d)').search(data, len(data) // 2)
     assert m is not None
     pos = m.start(1)
     other[pos] = ord("9") if other[pos] != ord("9") else ord("8")
-    fake = _planted(tmp_path, bytes(other))
+    hist, fake, prep = _prepare_with(tmp_path, monkeypatch, data, bytes(other))
     assert fake.followed.rows and fake.followed.size == len(data)
-    monkeypatch.setattr(columnar, "_take_follower", lambda h: fake)
-    prep = columnar.prepare(hist)
     assert not prep.followed and prep.native in ("written", "temp")
     assert fake.abandoned
     made = prep.temp / "part-00000.snappy.parquet" if prep.temp else None
@@ -178,12 +185,7 @@ def test_rows_of_exactly_the_final_file_s_bytes_are_used(
 ) -> None:
     # The clean twin: the same bytes, so the follower's rows stand.
     data = _history(tmp_path)
-    hist = tmp_path / "run" / "history.jsonl"
-    hist.parent.mkdir()
-    hist.write_bytes(data)
-    fake = _planted(tmp_path, data)
-    monkeypatch.setattr(columnar, "_take_follower", lambda h: fake)
-    prep = columnar.prepare(hist)
+    _, fake, prep = _prepare_with(tmp_path, monkeypatch, data, data)
     assert prep.followed and prep.native in ("written", "temp")
     assert not fake.followed.out.exists()  # moved into place, not parsed again
 

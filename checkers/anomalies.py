@@ -21,10 +21,11 @@ Unit = Literal["values", "offsets", "pairs", "txns", "skips", "cycles"]
 # line may be: while interior lines are damaged, such a finding is undecided.
 Proof = Literal["presence", "absence"]
 # The kind of client a check needs in a run to have anything to check.
-Need = Literal["group", "copier", "transactions", "consumers", "reads"]
+Need = Literal["group", "copier", "transactions", "consumers", "reads", "app"]
 NEED_WORDS: dict[Need, str] = {
     "group": "consumer group",
     "copier": "exactly-once copier",
+    "app": "application on trial",
     "transactions": "transactions",
     "consumers": "consumers besides the final drain",
     "reads": "reads",
@@ -231,6 +232,63 @@ _ALL = (
         "(observed as for duplicate), whether or not the input was acknowledged or "
         "committed past",
         needs="copier",
+    ),
+    # The application on trial (issue 41): a black box between the run's topic and
+    # `{topic}-out`, each output record carrying the id of its input (the final
+    # phase's output drain, poll micro-ops of role "app-output"). Its declared
+    # guarantee allows some of these (checkers/app_guarantees.py).
+    Anomaly(
+        "app-output-lost",
+        "values",
+        f"an input {_COMMITTED.removeprefix('a ')}, below the application's group's "
+        "committed offset, that no record of the application's output carries (an output "
+        "not read to its end, or inputs at or above the committed offsets, make the verdict "
+        "unknown instead)",
+        needs="app",
+        proof="absence",
+        reasons={
+            "committed past": "The application's group committed partition {partition} past "
+            "offset {offset} (to {committed}), and no output record carries this value: "
+            "the application consumed it and never produced its output.",
+        },
+    ),
+    Anomaly(
+        "app-output-duplicate",
+        "values",
+        "an input value (one some send attempted) that records of the application's output "
+        "carry at two or more distinct (topic, partition, offset) positions",
+        needs="app",
+        reasons={
+            "output twice": "The application's output carries this input {copies} times: "
+            "it produced the output again, as a redelivery after a crash or rebalance does.",
+        },
+    ),
+    Anomaly(
+        "app-output-unexpected",
+        "values",
+        "an id that a record of the application's output carries and that no send ever "
+        "attempted (a record with no recognisable id makes the verdict unknown instead)",
+        needs="app",
+        proof="absence",
+        reasons={
+            "never sent": "No send ever attempted this value, yet the application's output "
+            "at {topic}/{partition}@{offset} carries it as its input's id.",
+        },
+    ),
+    Anomaly(
+        "app-output-reorder",
+        "pairs",
+        "in one partition of the application's output, the first outputs of two inputs of "
+        "one key (the input's partition) that sit in the opposite order of their inputs' "
+        "offsets (adjacent pairs in output order; a repeated output is a duplicate, not a "
+        "reorder); allowed unless the application declares per-key order",
+        needs="app",
+        reasons={
+            "key order": "Input {value} (offset {input_offset} of partition {key_partition}) "
+            "was first output at {topic}/{partition}@{offset}, after input {prev_value} "
+            "(offset {prev_input_offset}) at offset {prev_offset}: one key, and the outputs "
+            "run the other way round from the inputs.",
+        },
     ),
     Anomaly(
         "int-send-skip",

@@ -43,8 +43,17 @@ class Frames:
     drain_ran: bool  # some poll of the final drain completed
     # value, topic, partition, offset, index, process, rpos, role, f, mpos, type: every
     # record any poll micro-op returned, whatever its op's outcome (`reads` is the ok
-    # ones): what the log held at that offset, whether or not the read counts as one
+    # ones): what the log held at that offset, whether or not the read counts as one.
+    # The application's output (role "app-output") is in none of these three: its
+    # values are input ids, not values of their own, so the input's checks would take
+    # each for a duplicate of its input.
     polled: DataFrame
+    # value, topic, partition, offset, index, process: the records the ok polls of the
+    # application's output drain returned, `value` the input id each carries (null if
+    # none was recognised)
+    app_output: DataFrame
+    # topic, partition, end_offset: where the output drain read the output to its end
+    app_output_ends: DataFrame
     # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
     # The whole history is one partition (see `load`).
@@ -57,6 +66,11 @@ class Frames:
     # `sends` may hold a transaction's send of outcome info: a completed txn op that
     # ended info, or an open invoke where some op is a transaction
     maybe_unknown_txn: bool = True
+    # The application on trial took part: an app-output poll completed, an instance
+    # was started, or its group's offsets were recorded. Without it the app checks
+    # have nothing to judge and plan nothing.
+    app_present: bool = False
+    app_output_polls: int = 0  # completed polls of the application's output drain
 
     def small(self, df: DataFrame) -> DataFrame:
         return _small(df)
@@ -124,6 +138,9 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & (F.col("kind") == "send")
         & (F.col("f") == "txn")
         & (F.col("type") == "info"),
+        "app_output_polls": completed & (F.col("f") == "poll") & _is_app_output(),
+        "app_starts": line & (F.col("f") == "app-start"),
+        "app_offsets": completed & (F.col("f") == "group-offsets") & (F.col("role") == "app"),
         # `_rebalances`' rows.
         "rebalance_rows": completed
         & (F.col("type") == "ok")
@@ -133,6 +150,10 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
     }
     row = rows.agg(*[F.count(F.when(c, 1)).alias(k) for k, c in when.items()]).collect()[0]
     return {k: int(row[k]) for k in when}
+
+
+def _is_app_output() -> Column:
+    return F.col("role").eqNullSafe("app-output")
 
 
 def _damaged_examples(rows: DataFrame, damaged: int) -> tuple[tuple[int | None, str], ...]:
@@ -190,6 +211,29 @@ def _all_sends(completions: DataFrame, open_sends: DataFrame, one_task: bool) ->
     return sends.cache()
 
 
+def _polled(completions: DataFrame, app_polls: bool) -> tuple[DataFrame, DataFrame]:
+    """Every record a poll micro-op returned, with the op's type and the poll's role
+    ("drain" for the final drain), cached (only ok ops' records count as reads); and
+    apart, the ok records of the application's output drain (role "app-output")."""
+    records = _records(
+        completions.filter(F.col("f").isin(*READ_FS)),
+        "poll",
+        ["index", "process", "role", "f", "mpos", "type"],
+    )
+    app_output = records.filter(_is_app_output() & (F.col("type") == "ok")).select(
+        "value", "topic", "partition", "offset", "index", "process"
+    )
+    if not app_polls:
+        # No app-output poll: the filter is left out, and the app's frame is planned
+        # as an empty relation, so a run without an app reads nothing more.
+        return records.cache(), app_output.limit(0)
+    # Cached whole, not only its ok part: every record is evidence (the version order,
+    # where one op's sends sit), and a filter of the cache is cheaper than a second
+    # pass over the rows. The app's output is left out in the same pass, and cached
+    # too: four checks and the undecided findings read it.
+    return records.filter(~_is_app_output()).cache(), app_output.cache()
+
+
 def _group_offsets(ok: DataFrame) -> DataFrame:
     return ok.filter(
         (F.col("f") == "group-offsets") & (F.col("kind") == "offset") & F.col("offset").isNotNull()
@@ -201,9 +245,9 @@ def _group_offsets(ok: DataFrame) -> DataFrame:
     )
 
 
-def _drain_ends(ok: DataFrame) -> DataFrame:
+def _drain_ends(ok: DataFrame, role: str = "drain") -> DataFrame:
     return (
-        ok.filter((F.col("f") == "poll") & (F.col("kind") == "end") & (F.col("role") == "drain"))
+        ok.filter((F.col("f") == "poll") & (F.col("kind") == "end") & (F.col("role") == role))
         .groupBy("topic", "partition")
         .agg(F.max("offset").alias("end_offset"))
     )
@@ -265,18 +309,7 @@ def load(
     attempted = invoked.filter(F.col("kind") == "send").select("value").distinct().cache()
     completions = items.filter(F.col("type").isin("ok", "fail", "info"))
     sends = _all_sends(completions, open_sends, one_task)
-
-    # Every record a poll micro-op returned, with the op's type and the poll's role
-    # ("drain" for the final drain); only ok ops' records count as reads.
-    polled = _records(
-        completions.filter(F.col("f").isin(*READ_FS)),
-        "poll",
-        ["index", "process", "role", "f", "mpos", "type"],
-    )
-    # Cached whole, not only its ok part: every record is evidence (the version order,
-    # where one op's sends sit), and a filter of the cache is cheaper than a second
-    # pass over the rows.
-    polled = polled.cache()
+    polled, app_output = _polled(completions, decided["app_output_polls"] > 0)
     reads = polled.filter(F.col("type") == "ok").drop("type")
     txn_polls = polled.filter(F.col("f") == "txn").select(
         "value", "topic", "partition", "offset", "index", "process", "type"
@@ -299,6 +332,8 @@ def load(
         _drain_ends(ok),
         decided["drain_polls"] > 0,
         polled,
+        app_output,
+        _drain_ends(ok, "app-output"),
         examples,
         one_task,
         txn_ops=decided["txn_ops"] > 0,
@@ -307,4 +342,6 @@ def load(
         # An open invoke's sends are info: if it is a transaction's, they count too.
         maybe_unknown_txn=decided["txn_info_sends"] > 0
         or (open_invokes > 0 and decided["txn_ops"] > 0),
+        app_present=any(decided[k] for k in ("app_output_polls", "app_starts", "app_offsets")),
+        app_output_polls=decided["app_output_polls"],
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES, with_defaults
+from kafka_trial.checkers.app_guarantees import app_allows
 from kafka_trial.checkers.results import (
     AnalysisFacts,
     AnomalyResult,
@@ -162,9 +163,10 @@ def last_line_state(src: ByteRanges) -> str:
 
 
 def read_check_settings(spec: Path | None, remote: HadoopFile | None = None) -> CheckSpec:
-    """The analysis reads only its own part of the run's one config object, and the
+    """The analysis reads only its own part of the run's one config object, the
     faults the run asked for (a run that asked for some and injected none tested
-    nothing)."""
+    nothing), and the guarantee of the application on trial, if any (what it allows
+    is allowed)."""
     data = _saved_spec(spec, remote)
     where = str(spec) if remote is None else remote.uri
     try:
@@ -173,7 +175,26 @@ def read_check_settings(spec: Path | None, remote: HadoopFile | None = None) -> 
     except (ValueError, ValidationError, AttributeError) as e:
         first = str(e).splitlines()[0][:200]
         raise TrialError(f"{where} has a bad check section: {first}", "restore spec.json") from None
+    extra = _app_allowed(data.get("app"), where)
+    if extra:
+        allowed = (*check.allowed, *(a for a in extra if a not in check.allowed))
+        check = check.model_copy(update={"allowed": allowed})
     return check.model_copy(update={"faults_asked": asked}) if asked else check
+
+
+def _app_allowed(app: Any, where: str) -> tuple[str, ...]:
+    """What the application on trial's declared guarantee allows: nothing without an
+    app (a `command` or an `image`)."""
+    if not isinstance(app, dict) or not (app.get("command") or app.get("image")):
+        return ()
+    guarantee = app.get("guarantee")
+    try:
+        return app_allows(str(guarantee), bool(app.get("per_key_order")))
+    except ValueError as e:
+        raise TrialError(
+            f"{where} has a bad app section: {e if guarantee else 'app.guarantee is not set'}",
+            "restore spec.json",
+        ) from None
 
 
 def _saved_spec(spec: Path | None, remote: HadoopFile | None) -> dict[str, Any]:

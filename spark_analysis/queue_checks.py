@@ -16,6 +16,7 @@ from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 
 # Importing the check modules registers their checks.
 from kafka_trial.spark_analysis import (  # noqa: F401
+    checks_app,
     checks_cycles,
     checks_groups,
     checks_reads,

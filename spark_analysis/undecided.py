@@ -8,7 +8,12 @@ Absence proves something only where the history proves someone looked. So:
 - while lines inside the history are damaged, a finding that rests on absence may be
   cleared by the damaged line, so it is undecided (one that rests on presence stands);
 - a run cut off before its final drain, or a history that tested nothing, has no
-  verdict.
+  verdict;
+- with an application on trial: output records that carry no recognisable id, and
+  inputs no output carries that lie at or above the app group's committed offsets
+  (the app did not catch up, or never consumed), keep the verdict unknown; an
+  app-output-lost finding is undecided while the output drain did not read every
+  output partition to its end.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ABSENCE
+from kafka_trial.spark_analysis.checks_app import app_offsets, missing_inputs
 from kafka_trial.spark_analysis.checks_writes import unseen
 from kafka_trial.spark_analysis.facts import drain_frontier
 from kafka_trial.spark_analysis.history_frames import Frames
@@ -60,6 +66,8 @@ def undecided_findings(
                 f"{anomalies['unseen']['count']} value(s) that must have committed were never"
                 f" read where nothing proves them gone ({why}): late and lost look the same"
             )
+    if fr.app_present:
+        problems += app_problems(fr, anomalies, allowed)
     if damaged_inside > 0:
         for name in ABSENCE:
             found = anomalies.get(name, {})
@@ -69,6 +77,95 @@ def undecided_findings(
                     "read, send or event whose absence this rests on"
                 )
     return problems
+
+
+def app_problems(
+    fr: Frames, anomalies: dict[str, dict[str, Any]], allowed: tuple[str, ...]
+) -> list[str]:
+    """What the history cannot decide about the application on trial (see the module's
+    docstring); marks app-output-lost undecided where the output was not drained."""
+    plan = Plan(fr)
+    try:
+        problems = [p for p in (_no_id(plan), _behind(plan, allowed)) if p]
+        lost = anomalies.get("app-output-lost", {})
+        if lost.get("count") and not lost.get("undecided"):
+            short = _output_shortfall(plan)
+            if short:
+                lost["undecided"] = short
+    finally:
+        plan.release()
+    return problems
+
+
+def _no_id(fr: Plan) -> str | None:
+    nulls = fr.app_output.filter(F.col("value").isNull())
+    row = nulls.agg(
+        F.count("*").alias("n"), F.min(F.struct(*TP, "offset")).alias("first")
+    ).collect()[0]
+    if not row["n"]:
+        return None
+    first = row["first"]
+    return (
+        f"{row['n']} app output record(s) carry no recognisable id (first: "
+        f"{first['topic']}/{first['partition']}@{first['offset']}); set app.id_json or "
+        "app.id_regex"
+    )
+
+
+def _behind(fr: Plan, allowed: tuple[str, ...]) -> str | None:
+    """Inputs no output carries that the app group did not commit past: late and lost
+    look the same. Where the guarantee allows a loss it decides nothing, unless the
+    group committed no offset at all (the app never consumed)."""
+    never = not app_offsets(fr).limit(1).collect()
+    if "app-output-lost" in allowed and not never:
+        return None
+    missing = missing_inputs(fr)
+    # A value sent more than once is behind only if no copy lies below the offset.
+    behind = missing.join(missing.filter(F.col("below")).select("value"), "value", "left_anti")
+    rows = (
+        behind.groupBy(*TP)
+        .agg(
+            F.countDistinct("value").alias("values"),
+            F.min("offset").alias("first"),
+            F.max("committed").alias("committed"),
+        )
+        .orderBy(*TP)
+        .collect()
+    )
+    if not rows:
+        return None
+    n = behind.select("value").distinct().count()
+    named = [
+        f"{r['topic']}/{r['partition']}: {r['values']} from offset {r['first']}, "
+        + (f"committed {r['committed']}" if r["committed"] is not None else "none committed")
+        for r in rows[:NAMED]
+    ]
+    if len(rows) > NAMED:
+        named.append(f"and {len(rows) - NAMED} more partition(s)")
+    why = "never consumed" if never else "did not catch up"
+    return (
+        f"{n} input value(s) that must have committed are in no app output record and lie "
+        f"at or above the app group's committed offsets ({'; '.join(named)}): the app "
+        f"{why}, so late and lost look the same"
+    )
+
+
+def _output_shortfall(fr: Plan) -> str | None:
+    """Why the output drain is not proven to have read the whole output: it never ran,
+    or output partitions it did not read to their end; None if it did."""
+    if not fr.app_output_polls:
+        return "the app's output was never drained: nothing proves the outputs absent"
+    seen = fr.app_output.select(*TP).union(fr.app_output_ends.select(*TP)).distinct()
+    short = seen.join(fr.app_output_ends, TP, "left_anti").orderBy(*TP).collect()
+    if not short:
+        return None
+    named = [f"{r['topic']}/{r['partition']}" for r in short[:NAMED]]
+    if len(short) > NAMED:
+        named.append(f"and {len(short) - NAMED} more")
+    return (
+        f"the output drain did not read {', '.join(named)} to its end: the missing outputs "
+        "may sit past where it stopped"
+    )
 
 
 def drain_shortfall(fr: Frames) -> str:

@@ -15,8 +15,12 @@ skip checks. Processes are strings, as the Spark frames read them.
 Covered: lost-write, unseen, vanished-read, duplicate, inconsistent-offsets,
 unexpected, aborted-read, reorder, int-nonmonotonic-send, int-send-skip,
 client-reorder, torn-txn, nonmonotonic-poll, int-nonmonotonic-poll, poll-skip,
-int-poll-skip, group-redelivered, eos-output-duplicate. Rebalances are not modelled
-(assign-mode consumers only): a history with rebalance ops is out of scope.
+int-poll-skip, group-redelivered, eos-output-duplicate, and the application on
+trial's app-output-lost, app-output-duplicate, app-output-unexpected and
+app-output-reorder. The application's output drain (poll micro-ops of role
+"app-output") is kept apart from every other read, as the Spark frames keep it.
+Rebalances are not modelled (assign-mode consumers only): a history with rebalance
+ops is out of scope.
 """
 
 from __future__ import annotations
@@ -48,7 +52,12 @@ CHECKED = (
     "int-poll-skip",
     "group-redelivered",
     "eos-output-duplicate",
+    "app-output-lost",
+    "app-output-duplicate",
+    "app-output-unexpected",
+    "app-output-reorder",
 )
+APP_OUTPUT = "app-output"  # the role of the application's output drain's polls
 
 
 @dataclass
@@ -90,6 +99,12 @@ class History:
     # (topic, partition) -> end offset the final drain read that partition to
     drain_ends: dict[TP, int] = field(default_factory=dict)
     processed: list[tuple[int, int, str]] = field(default_factory=list)  # value, index, process
+    # The records the application's output drain returned (ok ops): the input ids the
+    # outputs carry; where it read each output partition to its end; and the app
+    # group's committed offsets, (topic, partition) -> offset.
+    app_output: list[ReadRow] = field(default_factory=list)
+    app_ends: dict[TP, int] = field(default_factory=dict)
+    app_offsets: dict[TP, int] = field(default_factory=dict)
 
 
 def _send_row(op: dict[str, Any], process: str, pos: int, m: dict[str, Any]) -> SendRow:
@@ -115,8 +130,39 @@ def _send_row(op: dict[str, Any], process: str, pos: int, m: dict[str, Any]) -> 
     )
 
 
+def _app_completion(h: History, op: dict[str, Any], process: str, m: dict[str, Any]) -> None:
+    """An ok op's app-output poll or app group offsets; nothing else of the app's is read."""
+    if op["type"] != "ok":
+        return
+    if m.get("op") == "poll" and op["f"] == "poll":
+        for r in m.get("records") or []:
+            row = ReadRow(
+                r["value"],
+                process,
+                op["index"],
+                r["topic"],
+                r["partition"],
+                r["offset"],
+                APP_OUTPUT,
+            )
+            h.app_output.append(row)
+        for e in m.get("at_end") or []:
+            tp = (e["topic"], e["partition"])
+            h.app_ends[tp] = max(h.app_ends.get(tp, e["offset"]), e["offset"])
+    if op["f"] == "group-offsets":
+        for o in m.get("offsets") or []:
+            tp = (o["topic"], o["partition"])
+            if o["offset"] is not None:
+                h.app_offsets[tp] = max(h.app_offsets.get(tp, o["offset"]), o["offset"])
+
+
 def _completion(h: History, op: dict[str, Any], process: str) -> None:
     for pos, m in enumerate(op.get("value") or []):
+        if m.get("role") == APP_OUTPUT or (
+            m.get("op") == "group-offsets" and m.get("role") == "app"
+        ):
+            _app_completion(h, op, process, m)
+            continue
         if m.get("op") == "send" and op["f"] in ("send", "txn"):
             h.sends.append(_send_row(op, process, pos, m))
         if m.get("op") == "poll" and op["f"] in ("poll", "txn"):
@@ -447,6 +493,64 @@ def group_redelivered(h: History) -> set[Key]:
     return {v for v, n in times.items() if n > 1}
 
 
+def _app_ids(h: History) -> list[ReadRow]:
+    """Output records that carry an id (one without is undecided, never judged)."""
+    return [r for r in h.app_output if r.value is not None]
+
+
+def app_output_lost(h: History) -> set[Key]:
+    """Inputs that must have committed, below the app group's committed offset of their
+    partition, that no output record carries."""
+    carried = {r.value for r in _app_ids(h)}
+    out: set[Key] = set()
+    for s in h.sends:
+        if not s.must_commit or s.offset is None or s.value in carried:
+            continue
+        committed = h.app_offsets.get((s.topic, s.partition))  # type: ignore[arg-type]
+        if committed is not None and s.offset < committed:
+            out.add(s.value)
+    return out
+
+
+def app_output_duplicate(h: History) -> set[Key]:
+    """Input values (attempted) the output carries at two or more positions."""
+    positions: dict[int, set[tuple[str, int, int]]] = defaultdict(set)
+    for r in _app_ids(h):
+        if r.value in h.attempted:
+            positions[r.value].add((r.topic, r.partition, r.offset))  # type: ignore[index]
+    return {v for v, at in positions.items() if len(at) >= 2}
+
+
+def app_output_unexpected(h: History) -> set[Key]:
+    return {r.value for r in _app_ids(h) if r.value not in h.attempted}
+
+
+def app_output_reorder(h: History) -> set[Key]:
+    """Per output partition and key (the input's partition, from its lowest position in
+    the version order), each input's first output in output order: adjacent pairs
+    whose input offsets run backwards."""
+    inputs: dict[int, tuple[str, int, int]] = {}
+    for v, t, p, o in _observations(h):
+        if v is not None:
+            inputs[v] = min(inputs.get(v, (t, p, o)), (t, p, o))
+    firsts: dict[tuple[int, str, int], int] = {}
+    for r in _app_ids(h):
+        k = (r.value, r.topic, r.partition)  # type: ignore[assignment]
+        firsts[k] = min(firsts.get(k, r.offset), r.offset)  # type: ignore[index]
+    groups: dict[Any, list[tuple[int, int, int]]] = defaultdict(list)
+    for (v, t, p), o in firsts.items():
+        if v in inputs:
+            kt, kp, ko = inputs[v]
+            groups[(t, p, kt, kp)].append((o, v, ko))
+    out: set[Key] = set()
+    for (t, p, _, _), rows in groups.items():
+        rows.sort()
+        for (ao, av, ai), (bo, bv, bi) in itertools.pairwise(rows):
+            if ai > bi:
+                out.add((t, p, av, ao, bv, bo))
+    return out
+
+
 def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
     """Every covered check's flagged keys for one history's ops."""
     h = parse(ops)
@@ -470,6 +574,10 @@ def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
         "int-poll-skip": _skips(h, within_op=True),
         "group-redelivered": group_redelivered(h),
         "eos-output-duplicate": eos_output_duplicate(h),
+        "app-output-lost": app_output_lost(h),
+        "app-output-duplicate": app_output_duplicate(h),
+        "app-output-unexpected": app_output_unexpected(h),
+        "app-output-reorder": app_output_reorder(h),
     }
 
 
@@ -542,7 +650,7 @@ def _positions(ops: list[dict[str, Any]], writer: dict[int, int]) -> list[tuple[
         if op["type"] == "invoke" or op.get("process") == "nemesis":
             continue
         for m in op.get("value") or []:
-            if m.get("op") == "poll":
+            if m.get("op") == "poll" and m.get("role") != APP_OUTPUT:
                 out |= {(r["topic"], r["partition"], r["offset"], r["value"]) for r in m["records"]}
     for s in parse(ops).sends:
         if writer.get(s.value) == s.index and None not in (s.partition, s.offset):

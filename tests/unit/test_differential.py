@@ -21,6 +21,14 @@ and the final drain (role "drain", read_committed, at_end where it read a partit
 to the end), which sometimes stops early and sometimes finds its partition truncated
 below acknowledged offsets or below what consumers read.
 
+A third of the histories without a copier put an application on trial (issue 41): it
+consumes the input's log read_committed, as far as it got in each partition (its
+group committing there, or not at all), and outputs each input's id to `t{i}-out`,
+one key (input partition) to one output partition, interleaved with the others; a
+faulty one drops an output, repeats one or replays a batch (a redelivery), swaps two,
+sends a key to another partition, outputs an id nobody sent or one that is no id.
+Its output drain (role "app-output") reads every output partition, mostly to its end.
+
 KAFKA_TRIAL_DIFF_EXAMPLES=N runs N batches instead of the CI's few.
 """
 
@@ -54,14 +62,17 @@ PROCESS_SPAN = 100
 FOREIGN = 9_000  # relative values at or above this are never sent
 OUT = 10  # abstract partitions from here on are the output topic's (OUT + p)
 DRAIN = 90  # the drain's relative process
+APP_DRAIN, APP_GROUP = 91, 92  # the app's output drain and its group offsets' recorder
 
 # One abstract history: ("send", proc, [(value, partition, offset, outcome, resend)]),
 # ("txn", proc, [(value, partition, offset)], outcome, polled records or None),
 # ("open", proc, sends) for a send op with no completion,
 # ("poll", proc, [(value, partition, offset)], role, {partition: end}, cuts) where
 # `cuts` are the record positions at which a new poll micro-op starts, and
-# ("process", proc, records); processes and values relative to the history's own
-# ranges, negative values the output topic's.
+# ("process", proc, records), ("offsets", proc, {partition: committed or None}) for the
+# app group's offsets; an app-output drain poll is a "poll" of role "app-output";
+# processes and values relative to the history's own ranges, negative values the
+# copier's output topic's (an app's output carries its inputs' own ids).
 Op = tuple[Any, ...]
 # A log slot: (value, or None for a transaction marker; whether read_committed sees it)
 Slot = tuple[int | None, bool]
@@ -85,6 +96,8 @@ class _Gen:
         self.ops: list[Op] = []
         self.faulty = rng.random() < 0.5  # half the histories keep to the rules
         self.delivered: list[tuple[int, int, int]] = []
+        # An application on trial, never beside the copier (its output is OUT's too).
+        self.app = OUT not in self.parts and rng.random() < 0.35
 
     def fault(self, weight: int) -> bool:
         return self.faulty and self.rng.randrange(weight) == 0
@@ -193,6 +206,56 @@ class _Gen:
             polled = self.readable(p, rng.randint(0, len(self.log[p])), 3, rng.random() < 0.5)
         self.ops.append(("txn", rng.choice(self.writers), sends, outcome, polled))
 
+    def app_run(self) -> None:
+        """The application: what it consumed of each input partition becomes that key's
+        outputs, interleaved into the output partitions; then its output drain."""
+        rng = self.rng
+        n_out = rng.randint(1, 2)
+        keys: dict[int, list[int | None]] = {}
+        committed: dict[int, int | None] = {}
+        for p in [q for q in self.parts if q < OUT]:
+            length = len(self.log[p])
+            upto = length if rng.random() < 0.75 else rng.randint(0, length)
+            committed[p] = None if rng.random() < 0.1 else upto
+            # It may have output more than it committed (crashed before the commit).
+            stop = length if rng.random() < 0.3 else upto
+            keys[p] = self.app_outputs(
+                [v for v, _, o in self.readable(p, 0, 10**6, True) if o < stop]
+            )
+        self.ops.append(("offsets", APP_GROUP, committed))
+        outs: dict[int, list[int | None]] = {q: [] for q in range(n_out)}
+        pending = {p: list(vs) for p, vs in keys.items()}
+        while any(pending.values()):
+            p = rng.choice([k for k, vs in pending.items() if vs])
+            q = rng.randrange(n_out) if self.fault(8) else p % n_out  # a key split
+            outs[q].append(pending[p].pop(0))
+        records = [(v, OUT + q, o) for q, vs in outs.items() for o, v in enumerate(vs)]
+        ends = {OUT + q: len(vs) for q, vs in outs.items() if rng.random() < 0.9}
+        cut = rng.randint(0, len(records))
+        if cut:
+            self.ops.append(("poll", APP_DRAIN, records[:cut], "app-output", {}, ()))
+        self.ops.append(("poll", APP_DRAIN, records[cut:], "app-output", ends, ()))
+
+    def app_outputs(self, inputs: list[int]) -> list[int | None]:
+        """One key's outputs, in order, as a faulty app may get them wrong."""
+        rng, out = self.rng, []
+        for v in inputs:
+            if self.fault(8):
+                continue  # dropped
+            out.append(v)
+            if self.fault(10):
+                out.append(v)  # output twice
+        if len(out) >= 2 and self.fault(6):
+            k = rng.randrange(len(out) - 1)
+            out[k], out[k + 1] = out[k + 1], out[k]  # swapped
+        if out and self.fault(6):
+            out += out[: rng.randint(1, len(out))]  # a replayed batch after a crash
+        if self.fault(10):
+            out.insert(rng.randint(0, len(out)), FOREIGN + rng.randrange(100, 200))
+        if self.fault(12):
+            out.insert(rng.randint(0, len(out)), None)  # no recognisable id
+        return out
+
     def drain(self) -> None:
         rng, records, ends = self.rng, [], {}
         for p in self.parts:
@@ -231,6 +294,8 @@ def history(seed: int, i: int) -> list[Op]:
         g.ops.append(("open", rng.choice(g.writers), [(v, p, None, "info", False)]))
         if rng.random() < 0.5:
             g.log[p].append((v, True))
+    if g.app:
+        g.app_run()
     if rng.random() < 0.7:
         g.drain()  # after all other ops
     return g.ops
@@ -318,6 +383,17 @@ def _write_send(
     )
 
 
+def _write_offsets(h: HistoryWriter, i: int, proc: int, committed: dict[int, int | None]) -> None:
+    """The app group's committed offsets (null: it committed none in that partition)."""
+    m = {"op": "group-offsets", "role": "app", "group": f"app-{i}"}
+    offsets = [
+        {"topic": _topic(i, p)[0], "partition": _topic(i, p)[1], "offset": o}
+        for p, o in committed.items()
+    ]
+    h.invoke(proc, "group-offsets", [m])
+    h.complete("ok", proc, "group-offsets", [{**m, "offsets": offsets}])
+
+
 def write(batch: list[list[Op]], path: Path) -> None:
     """All histories of the batch, one after the other, into one history file.
 
@@ -333,6 +409,8 @@ def write(batch: list[list[Op]], path: Path) -> None:
                 _write_send(h, i, proc, op, seqs)
             elif op[0] == "txn":
                 _write_txn(h, i, proc, op)
+            elif op[0] == "offsets":
+                _write_offsets(h, i, proc, op[2])
             elif op[0] == "process":
                 recs = [record(i, *r) for r in op[2]]
                 h.invoke(proc, "process", [{"op": "process", "records": recs}])
@@ -360,6 +438,9 @@ VALUE_KEYED = (
     "aborted-read",
     "group-redelivered",
     "eos-output-duplicate",
+    "app-output-lost",
+    "app-output-duplicate",
+    "app-output-unexpected",
 )
 # The columns that make a row's key, in reference_checker's order, per check.
 KEY_COLUMNS = {
@@ -383,6 +464,7 @@ KEY_COLUMNS = {
     ),
     "poll-skip": ("prev_index", "index", "process", "topic", "partition", "prev_offset", "offset"),
     "int-poll-skip": ("index", "process", "topic", "partition", "prev_offset", "offset"),
+    "app-output-reorder": ("topic", "partition", "prev_value", "prev_offset", "value", "offset"),
 }
 KEY_COLUMNS["int-send-skip"] = KEY_COLUMNS["int-nonmonotonic-send"]
 
@@ -547,6 +629,25 @@ def test_reference_flags_planted_transactional_and_group_anomalies(tmp_path: Pat
     assert got["int-nonmonotonic-poll"] == set() and got["int-poll-skip"] == set()
     assert got["group-redelivered"] == {12}
     assert got["eos-output-duplicate"] == {15} and got["duplicate"] == {-16}
+
+
+def test_reference_flags_planted_app_anomalies(tmp_path: Path) -> None:
+    """The application on trial's classes, each planted once; its outputs (input ids)
+    are no reads of the input's checks."""
+    planted: list[Op] = [
+        ("send", 0, [(0, 0, 0, "ok", False), (1, 0, 1, "ok", False), (2, 0, 2, "ok", False)]),
+        ("offsets", APP_GROUP, {0: 3}),  # the app consumed all three
+        # 1 before 0 (one key), 0 twice, an id nobody sent, one that is no id; 2 is gone.
+        ("poll", APP_DRAIN, [(1, OUT, 0), (0, OUT, 1), (0, OUT, 2)], "app-output", {}, ()),
+        ("poll", APP_DRAIN, [(FOREIGN, OUT, 3), (None, OUT, 4)], "app-output", {OUT: 5}, ()),
+        ("poll", DRAIN, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], "drain", {0: 3}),
+    ]
+    got = _reference_of(planted, tmp_path)
+    assert got["app-output-lost"] == {2}
+    assert got["app-output-duplicate"] == {0}
+    assert got["app-output-unexpected"] == {FOREIGN}
+    assert got["app-output-reorder"] == {("t0-out", 0, 1, 0, 0, 1)}
+    assert {n: k for n, k in got.items() if k and not n.startswith("app-")} == {}
 
 
 def test_the_generator_plants_every_covered_anomaly(tmp_path: Path) -> None:

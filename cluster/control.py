@@ -132,3 +132,16 @@ class ClusterControl(Protocol):
     def heal_all(self) -> None:
         """Every link whole, every toxic gone, every node running."""
         ...
+
+
+class LaneControl(Protocol):
+    """A client lane cut off every broker and restored: how an instance of the
+    application on trial, which has a lane of its own, is partitioned (app-partition)."""
+
+    def cut_lane(self, lane: int, mode: CutMode = "reject") -> dict[str, Any]:
+        """Every broker's proxy of the lane cut, read back: `lane`, `brokers`, `mode`."""
+        ...
+
+    def restore_lane(self, lane: int) -> dict[str, Any]:
+        """The lane's proxies whole again (cut toxics gone, enabled), read back."""
+        ...

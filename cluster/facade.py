@@ -30,6 +30,7 @@ from kafka_trial.cluster.control import (
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.links import Link
+from kafka_trial.cluster.naming import CUT_TOXICS, client_listener
 from kafka_trial.cluster.observe import Observer
 from kafka_trial.cluster.provision import Provisioner
 from kafka_trial.cluster.segments import CorruptMode
@@ -113,6 +114,29 @@ class Cluster:
         """Bootstrap servers of one client lane (lanes are taken modulo their number)."""
         k = lane % self.spec.client_lanes
         return ",".join(f"127.0.0.1:{b.client_ports[k]}" for b in self.brokers.values())
+
+    def bootstrap_in_network(self, lane: int) -> str:
+        """Bootstrap servers of a client lane as a container on the cluster's network
+        reaches them: each broker's lane proxy by its sidecar's name (`kafka-1:19093`).
+
+        Only a bootstrap: the brokers advertise the lane at the host's loopback ports
+        (bootstrap_for), so a client that follows the metadata must live in a network
+        namespace where those addresses lead to the same proxies. An app container
+        gets one (cluster/app_containers.py, routes from `lane_routes`)."""
+        k = lane % self.spec.client_lanes
+        port = client_listener(k)[2]
+        return ",".join(f"kafka-{j}:{port}" for j in sorted(self.brokers))
+
+    def lane_routes(self, lane: int) -> list[tuple[str, str]]:
+        """(address the brokers advertise for the lane, in-network address of the
+        broker's lane proxy), one per broker: what a forwarder inside a container's
+        namespace maps so that the advertised addresses reach the proxies."""
+        k = lane % self.spec.client_lanes
+        port = client_listener(k)[2]
+        return [
+            (f"127.0.0.1:{b.client_ports[k]}", f"kafka-{j}:{port}")
+            for j, b in sorted(self.brokers.items())
+        ]
 
     def describe(self) -> dict[str, Any]:
         """Enough to reach this cluster again from another process: its run label and
@@ -210,6 +234,38 @@ class Cluster:
 
     def add_toxic(self, link: LinkId, toxic: Toxic) -> None:
         self._link(link).add_toxic(toxic)
+
+    def cut_lane(self, lane: int, mode: CutMode = "reject") -> dict[str, Any]:
+        """Cut one client lane off every broker (an app instance's links): in reject
+        mode its proxies disabled, so live connections close and new ones are refused.
+        Read back from every sidecar; a proxy still passing raises."""
+        k = lane % self.spec.client_lanes
+        links = [LinkId(None, j, "client", k) for j in sorted(self.brokers)]
+        for lk in links:
+            self.cut(lk, mode)
+        passing = [lk.dst for lk in links if self._lane_passes(lk)]
+        if passing:
+            raise RuntimeError(f"client lane {k} still passes to brokers {passing}")
+        return {"lane": k, "brokers": [lk.dst for lk in links], "mode": mode}
+
+    def restore_lane(self, lane: int) -> dict[str, Any]:
+        """Undo cut_lane (and any other cut of the lane; its other toxics stay)."""
+        k = lane % self.spec.client_lanes
+        links = [LinkId(None, j, "client", k) for j in sorted(self.brokers)]
+        for lk in links:
+            self.uncut(lk)
+        blocked = [lk.dst for lk in links if not self._lane_passes(lk)]
+        if blocked:
+            raise RuntimeError(f"client lane {k} still cut from brokers {blocked}")
+        return {"lane": k, "brokers": [lk.dst for lk in links]}
+
+    def _lane_passes(self, link: LinkId) -> bool:
+        """Whether the link's proxy, as its sidecar reports it, lets data through:
+        enabled (a reject cut disables it) and without a cut toxic (a drop cut)."""
+        lk = self._link(link)
+        proxy = lk.toxi.proxies().get(lk.proxy) or {}
+        toxics = {t.get("name") for t in proxy.get("toxics") or []}
+        return bool(proxy.get("enabled")) and not toxics & set(CUT_TOXICS)
 
     def remove_toxic(self, link: LinkId, name: str) -> None:
         lk = self._link(link)

@@ -54,11 +54,11 @@ def _ours(objects: list[Any], run: str | None, force: bool) -> Iterator[Any]:
             yield o
 
 
-def _containers(client: docker.DockerClient, label: str, first: str) -> list[Container]:
-    """Every container carrying `label` (a key or key=value), those of role `first`
-    ahead of the others."""
+def _containers(client: docker.DockerClient, label: str, first: tuple[str, ...]) -> list[Container]:
+    """Every container carrying `label` (a key or key=value), those of the roles in
+    `first` ahead of the others."""
     found = client.containers.list(all=True, filters={"label": [label]})
-    return sorted(found, key=lambda c: c.labels.get(LABEL_ROLE) != first)
+    return sorted(found, key=lambda c: c.labels.get(LABEL_ROLE) not in first)
 
 
 def remove_leftovers(
@@ -71,8 +71,9 @@ def remove_leftovers(
     label = f"{LABEL_RUN}={run}" if run else LABEL
     flt = {"label": [label]}
     removed = 0
-    # Brokers before sidecars: a broker lives in its sidecar's namespace.
-    for c in _ours(_containers(client, label, first="broker"), run, force):
+    # Brokers and app instances before sidecars: each lives in a sidecar's namespace
+    # (provision.py, app_containers.py).
+    for c in _ours(_containers(client, label, first=("broker", "app")), run, force):
         with contextlib.suppress(NotFound, APIError):
             if c.status == "paused":
                 unpause(c)
@@ -92,13 +93,14 @@ def remove_leftovers(
 
 def heal_leftovers(run: str | None = None) -> str:
     """Reset every proxy and resume or start every broker that a run left behind
-    (with `run`, that run's only)."""
+    (with `run`, that run's only), and resume its app instances a pause left frozen
+    (a killed one stays down: its supervisor, which started it, is gone)."""
     client = ensure_engine()
-    healed_links = resumed = started = 0
+    healed_links = resumed = started = apps = 0
     problems: list[str] = []
     label = f"{LABEL_RUN}={run}" if run else LABEL
     # Proxies first: a broker that starts behind a cut link cannot rejoin.
-    for c in _containers(client, label, first="proxy"):
+    for c in _containers(client, label, first=("proxy",)):
         role = c.labels.get(LABEL_ROLE)
         if role == "proxy" and c.status == "running":
             ports = (c.attrs.get("NetworkSettings") or {}).get("Ports") or {}
@@ -117,8 +119,12 @@ def heal_leftovers(run: str | None = None) -> str:
                 elif c.status in ("exited", "created"):
                     c.start()
                     started += 1
+        elif role == "app" and c.status == "paused":
+            with contextlib.suppress(NotFound, APIError):
+                unpause(c)
+                apps += 1
     msg = (
         f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
-        f"{started} brokers started"
+        f"{started} brokers started" + (f", {apps} app instances resumed" if apps else "")
     )
     return msg + ("" if not problems else "; problems: " + "; ".join(problems))

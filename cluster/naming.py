@@ -19,6 +19,7 @@ LABEL_PID = "kafka-trial.owner-pid"
 LABEL_HOST = "kafka-trial.owner-host"
 LABEL_ROLE = "kafka-trial.role"
 LABEL_NODE = "kafka-trial.node"
+LABEL_APP = "kafka-trial.app-instance"  # the index of an instance of the app on trial
 
 CLIENT_PORT = 9092
 INTERNAL_PORT = 9093

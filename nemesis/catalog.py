@@ -109,9 +109,38 @@ _INFOS = (
         "start the old leader",
         "writeback",
     ),
+    # The application on trial (`app.command` or `app.image`): each fault acts on one
+    # of its running instances, the pick's choice, through contracts.app_contract.APPS.
+    PackageInfo(
+        "app-kill",
+        "SIGKILL one instance of the application on trial (its process group, or its "
+        "container killed); its supervisor starts it again after `app.restart_delay_s`",
+        "(the restart is the heal)",
+    ),
+    PackageInfo(
+        "app-pause",
+        "freeze one instance of the application (SIGSTOP of its process group, or "
+        "`docker pause`) for `nemesis.fault_s`: longer than its session timeout, and "
+        "its group moves on without it",
+        "resume it (SIGCONT, or `docker unpause`)",
+    ),
+    PackageInfo(
+        "app-restart",
+        "SIGTERM one instance of the application (`docker stop` of a container): a "
+        "graceful stop; its supervisor starts it again after `app.restart_delay_s`",
+        "(the restart is the heal)",
+    ),
+    PackageInfo(
+        "app-partition",
+        "cut one instance of the application off every broker: the Toxiproxy proxies of "
+        "its client lane disabled",
+        "enable them",
+    ),
 )
 
 PACKAGES: dict[str, PackageInfo] = {p.name: p for p in _INFOS}
+# The packages that act on the application on trial: a run without one cannot use them.
+APP_PACKAGES = frozenset(p for p in PACKAGES if p.startswith("app-"))
 
 ROLES = (
     "random",
@@ -163,6 +192,11 @@ FAULT_OPS: dict[str, str | None] = {
     "disk-full": "disk-free",
     "clock": "clock-reset",
     "elect-unclean": None,
+    # The application's supervisor starts a killed or stopped instance again: no heal.
+    "app-kill": None,
+    "app-restart": None,
+    "app-pause": "app-resume",
+    "app-partition": "app-heal",
 }
 HEAL_OPS = frozenset(
     {
@@ -174,6 +208,8 @@ HEAL_OPS = frozenset(
         "restore",
         "disk-free",
         "clock-reset",
+        "app-resume",
+        "app-heal",
         "heal-all",
     }
 )

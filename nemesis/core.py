@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_trial.cluster.control import ClusterControl
+from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import CLIENTS
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.nemesis.packages import build_package
@@ -135,14 +136,24 @@ class Nemesis:
             return id(applied) in self._heal_failed
 
     def heal_all(self) -> bool:
-        """Undo what is outstanding, then make every link whole and every node run."""
+        """Undo what is outstanding, then make every link whole and every node run,
+        and no client or app instance frozen or cut off."""
         self.heal()
 
         def act() -> dict[str, Any]:
-            self.cluster.heal_all()
-            # A client a pause left frozen is woken too (a heal of its own failed).
-            resumed = CLIENTS.resume_all()
-            return {"brokers": self.cluster.node_ids} | ({"clients": resumed} if resumed else {})
+            try:
+                self.cluster.heal_all()
+            finally:
+                # A client or an app instance a fault left frozen or cut off (a heal
+                # of its own failed) is woken and reconnected, even when a broker's
+                # heal failed: none may sit out the drain frozen.
+                apps = APPS.heal_all()
+                resumed = CLIENTS.resume_all()
+            return (
+                {"brokers": self.cluster.node_ids}
+                | ({"clients": resumed} if resumed else {})
+                | ({"apps_healed": apps} if any(apps.values()) else {})
+            )
 
         return self.rec.do("heal-all", {}, act)
 

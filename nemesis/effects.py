@@ -45,6 +45,28 @@ def _freed(x: dict[str, Any]) -> str:
     return f"{x.get('refused_writes')} writes ({_mb(x.get('refused_bytes'))}) refused{halted}"
 
 
+def _app(f: str, v: dict[str, Any]) -> str:
+    """What an app-* fault did to the instance it names."""
+    what = f"pid {v['pid']}" if "pid" in v else f"container {v.get('container')}"
+    who = f"app instance {v.get('instance')} ({what})"
+    if f in ("app-kill", "app-restart"):
+        how = "killed" if f == "app-kill" else "sent SIGTERM"
+        after = f", {v['after']} after" if "after" in v else ""
+        return f"{who} {how}, state {v.get('state')} before{after}"
+    if f == "app-pause":
+        return f"{who} frozen, state {v.get('state')}"
+    lane = f"client lane {v['lane']}" if "lane" in v else "its client lane"
+    return f"{who} cut off the brokers ({lane})"
+
+
+def _app_healed(i: str, x: Any) -> str:
+    if not isinstance(x, dict):
+        return f"app instance {i} {x}"  # "gone": no instance of that index runs
+    if "lane" in x:
+        return f"app instance {i} reconnected (client lane {x['lane']})"
+    return f"app instance {i} resumed, state {x.get('state')}"
+
+
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
@@ -70,6 +92,13 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
         ]
     if isinstance(v.get("resumed"), dict):
         parts += [f"client pid {pid} resumed, state {st}" for pid, st in v["resumed"].items()]
+    if f.startswith("app-") and "instance" in v:
+        parts.append(_app(f, v))
+    if isinstance(v.get("apps"), dict):
+        parts += [_app_healed(i, x) for i, x in sorted(v["apps"].items())]
+    if isinstance(v.get("apps_healed"), dict):
+        done = v["apps_healed"]
+        parts += [f"app instances {k} {done[k]}" for k in ("resumed", "restored") if done.get(k)]
     if f == "await-leader":
         if v.get("elected"):
             parts.append(

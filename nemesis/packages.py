@@ -17,12 +17,13 @@ from typing import Any, Literal
 from kafka_trial.cluster.control import ClusterControl, CutMode, LinkId
 from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.toxiproxy import Toxic
-from kafka_trial.contracts.client_processes import CLIENTS
+from kafka_trial.contracts.app_contract import APPS, AppInstance
+from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
 from kafka_trial.nemesis.settings import NemesisSpec
-from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo
+from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo, wait_until
 from kafka_trial.nemesis.targets import NoTarget, resolve
 
 _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node"}
@@ -457,6 +458,106 @@ class ClientPause:
         yield Step("client-pause", {"target": "client"}, act)
 
 
+# How long a SIGKILLed instance may take to be seen ended: the kernel ends a killed
+# process group at once, and the engine reports a killed container within a second;
+# past this the kill did not take.
+APP_GONE_S = 5.0
+# How long a SIGSTOPped process group may take to show T: stopping is not instant.
+APP_STOP_S = 0.5
+
+
+def _kernel_state(seen: dict[str, Any]) -> str | None:
+    """The kernel's state of an instance that is a process (None: a container, or gone)."""
+    pid = seen.get("pid")
+    return process_state(pid) if isinstance(pid, int) else None
+
+
+def _who(desc: dict[str, Any]) -> str:
+    what = f"pid {desc['pid']}" if "pid" in desc else f"container {desc.get('container')}"
+    return f"app instance {desc.get('instance')} ({what})"
+
+
+def _pick_app(pick: int, exclude_stopped: bool) -> AppInstance:
+    """The pick's choice among the running instances. A pause or a SIGTERM skips a
+    process already stopped (T): a second SIGSTOP would record a pause that changed
+    nothing, and a SIGTERM to a stopped process waits, undelivered, for its SIGCONT."""
+    live = APPS.live()
+    if exclude_stopped:
+        live = [a for a in live if _kernel_state(a.describe()) != "T"]
+    if not live:
+        raise NoTarget("no instance of the application on trial is running")
+    return random.Random(pick).choice(live)
+
+
+def _app_ends(app: AppInstance, by: str, kill: bool) -> dict[str, Any]:
+    """SIGKILL or SIGTERM one instance: what it showed before and after. A kill must
+    be seen to end it; a SIGTERM starts a graceful stop, which may take its time."""
+    desc = app.describe()
+    before = _kernel_state(desc)
+    seen = app.kill(by) if kill else app.terminate(by)
+    if kill and not wait_until(lambda: not app.running(), APP_GONE_S, 0.05):
+        raise RuntimeError(f"{_who(desc)} still runs {APP_GONE_S:.0f} s after SIGKILL")
+    out = {**seen, **desc, ("killed" if kill else "terminated"): True}
+    if "pid" in desc:
+        # What the kernel showed, read here: the process's own account cannot be it.
+        out |= {"state": before or "gone", "after": _kernel_state(desc) or "gone"}
+    return out
+
+
+def _app_pause(app: AppInstance) -> Done:
+    desc = app.describe()
+    before = _kernel_state(desc)
+    seen = APPS.pause(app)
+    if "pid" in desc:
+        wait_until(lambda: _kernel_state(desc) in ("T", None), APP_STOP_S, 0.01)
+        state, want = _kernel_state(desc), "T"
+        seen = {**seen, "was": before, "state": state}
+    else:
+        state, want = seen.get("state"), "paused"
+    if state != want:
+        APPS.resume(app.index)  # nothing half-done stays behind an info op
+        raise RuntimeError(f"{_who(desc)} did not stop: state {state}")
+    heal = Heal("app-resume", {"instances": [app.index]}, {}, (Undo("resume-app", app=app.index),))
+    return Done({**seen, **desc}, heal)
+
+
+def _app_partition(app: AppInstance) -> Done:
+    desc = app.describe()
+    try:
+        seen = APPS.cut(app)
+    except Exception:
+        app.uncut()  # the links it did cut come back before the op ends info
+        raise
+    heal = Heal("app-heal", {"instances": [app.index]}, {}, (Undo("uncut-app", app=app.index),))
+    return Done({**seen, **desc}, heal)
+
+
+@dataclass(frozen=True)
+class AppFault:
+    """A fault on one instance of the application on trial (workloads' `app`), the
+    pick's choice among those running: `kill` (SIGKILL of its process group, or its
+    container killed), `restart` (SIGTERM, or `docker stop`: graceful), both restarted
+    by the app's supervisor; `pause` (SIGSTOP, or `docker pause`) until the heal
+    resumes it; `partition` (the proxies of its client lane disabled) until the heal.
+
+    The completion names the instance (`instance`, and `pid` or `container`) and the
+    state it showed: the kernel's, read from /proc, for a process; the engine's for a
+    container. No instance running, or an effect not seen (still running after the
+    kill, not stopped after the pause): the op completes `info`."""
+
+    kind: Literal["kill", "pause", "restart", "partition"]
+    name: str
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        def act() -> Done:
+            app = _pick_app(pick, exclude_stopped=self.kind in ("pause", "restart"))
+            if self.kind in ("kill", "restart"):
+                return Done(_app_ends(app, self.name, kill=self.kind == "kill"))
+            return _app_pause(app) if self.kind == "pause" else _app_partition(app)
+
+        yield Step(self.name, {"target": "app"}, act)
+
+
 def _process(kind: str) -> Callable[[NemesisSpec, str], Package]:
     return lambda n, t: ProcessFault(kind, t, n.target_partition, n.targets, kind)  # type: ignore[arg-type]
 
@@ -497,6 +598,10 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "corrupt": lambda n, t: Corrupt(t, n.target_partition, n.targets, n.corrupt_modes),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
     "last-replica-power-loss": lambda n, t: LastReplicaStanding(t, n.target_partition, n.fault_s),
+    "app-kill": lambda n, t: AppFault("kill", "app-kill"),
+    "app-pause": lambda n, t: AppFault("pause", "app-pause"),
+    "app-restart": lambda n, t: AppFault("restart", "app-restart"),
+    "app-partition": lambda n, t: AppFault("partition", "app-partition"),
 }
 # The catalog is the one registry of names; a builder without an entry, or an entry
 # without a builder, is a bug to catch at import, not mid-run.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from kafka_trial.cluster.control import ClusterControl, LinkId
+from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import CLIENTS
 
 # Files a power-loss op names per broker, of those it dropped data of (a broker
@@ -21,12 +22,23 @@ class Undo:
     """One action that takes back part of a fault."""
 
     verb: Literal[
-        "start", "resume", "uncut", "remove-toxic", "free-disk", "reset-clock", "resume-client"
+        "start",
+        "resume",
+        "uncut",
+        "remove-toxic",
+        "free-disk",
+        "reset-clock",
+        "resume-client",
+        "resume-app",
+        "uncut-app",
     ]
     node: int | None = None
     link: LinkId | None = None
     toxic: str | None = None
     client: int | None = None  # a client process's pid
+    # An instance of the application on trial, by index: a restart after the fault
+    # replaces its process or container, and the heal acts on whichever runs then.
+    app: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,11 +82,13 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     per node, what a full disk refused; `clock`: per node, the offset measured after
     the reset; `resumed`: per client pid, the kernel's state of it after SIGCONT;
     `thawed`: per node, the freezer file written when the engine could not unpause
-    the broker, cluster/freezer.py)."""
+    the broker, cluster/freezer.py; `apps`: per app instance, what it showed once
+    resumed or reconnected, or "gone" when no instance of that index is registered)."""
     freed: dict[str, Any] = {}
     thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
     clients: dict[str, str] = {}
+    apps: dict[str, Any] = {}
     for u in undo:
         if u.verb in ("start", "resume") and u.node is not None:
             how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
@@ -90,6 +104,10 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             clock[str(u.node)] = ctl.set_clock(u.node, 0)
         elif u.verb == "resume-client" and u.client is not None:
             clients[str(u.client)] = CLIENTS.resume(u.client) or "gone"
+        elif u.verb == "resume-app" and u.app is not None:
+            apps[str(u.app)] = APPS.resume(u.app) or "gone"
+        elif u.verb == "uncut-app" and u.app is not None:
+            apps[str(u.app)] = APPS.uncut(u.app) or "gone"
         else:
             raise ValueError(f"malformed undo action {u}")
     return (
@@ -97,6 +115,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         | ({"clock": clock} if clock else {})
         | ({"resumed": clients} if clients else {})
         | ({"thawed": thawed} if thawed else {})
+        | ({"apps": apps} if apps else {})
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.contracts.history import HistoryWriter, read_history
-from kafka_trial.nemesis.catalog import PACKAGES
+from kafka_trial.nemesis.catalog import APP_PACKAGES, PACKAGES
 from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.effects import effect
 from kafka_trial.nemesis.packages import BUILDERS, ProcessFault, build_package
@@ -56,8 +56,9 @@ def test_builders_cover_exactly_the_catalog() -> None:
         build_package("earthquake", FAST, "trial")
 
 
-# client-pause acts on a client process, not the cluster: its tests are at the end.
-@pytest.mark.parametrize("name", sorted(set(PACKAGES) - {"client-pause"}))
+# client-pause acts on a client process, not the cluster: its tests are at the end;
+# the app-* packages act on the application on trial (test_nemesis_app.py).
+@pytest.mark.parametrize("name", sorted(set(PACKAGES) - {"client-pause"} - APP_PACKAGES))
 def test_every_package_applies_and_its_heal_makes_the_cluster_whole(
     tmp_path: Path, name: str
 ) -> None:

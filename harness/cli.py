@@ -40,6 +40,10 @@ _SPEC_FLAGS = (
     ("max_in_flight", "producer.max_in_flight", "--max-in-flight"),
     ("workers", "producer.clients", "--clients"),
     ("spark_master", "check.spark_master", "--spark-master"),
+    ("app_command", "app.command", "--app-command"),
+    ("app_image", "app.image", "--app-image"),
+    ("app_guarantee", "app.guarantee", "--app-guarantee"),
+    ("app_instances", "app.instances", "--app-instances"),
 )
 
 
@@ -271,7 +275,13 @@ def _cmd_heal(a: argparse.Namespace) -> int:
 def _cmd_cleanup(a: argparse.Namespace) -> int:
     from kafka_trial.cluster.engine import ensure_engine
     from kafka_trial.cluster.leftovers import remove_leftovers
+    from kafka_trial.workloads.app_groups import kill_leftover_apps
 
+    # The app's processes first: they need no Docker engine, and an engine that does
+    # not answer must not leave them running.
+    apps = kill_leftover_apps(force=a.all)
+    if apps:
+        print(f"killed {apps} leftover app process groups")
     n = remove_leftovers(ensure_engine(), force=a.all)
     print(f"removed {n} leftover containers, networks and volumes")
     return 0
@@ -359,12 +369,40 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
         help=f"comma-separated anomaly types that do not fail the run: {', '.join(ANOMALY_TYPES)}",
     )
     p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    _app_flags(p)
     p.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",
         help="any setting by its dotted config key, e.g. --set producer.linger_ms=20 "
         "--set nemesis.faults=[pause] (repeatable; values are YAML)",
+    )
+
+
+def _app_flags(p: argparse.ArgumentParser) -> None:
+    """Your own program on trial between the run's topic and TOPIC-out (docs/apps.md)."""
+    p.add_argument(
+        "--app-command",
+        metavar="CMD",
+        help="put this shell command on trial as the application between the run's topic "
+        "and TOPIC-out; {KAFKA_BOOTSTRAP_SERVERS}, {INPUT_TOPIC}, {OUTPUT_TOPIC}, "
+        "{GROUP_ID} and {INSTANCE_ID} are replaced, and set in its environment",
+    )
+    p.add_argument(
+        "--app-image",
+        metavar="IMAGE",
+        help="put this local Docker image on trial as the application (the same "
+        "environment); instead of --app-command",
+    )
+    # Not argparse choices: a bad value is a spec error, one line and exit 3.
+    p.add_argument(
+        "--app-guarantee",
+        metavar="G",
+        help="what the application promises: exactly-once, at-least-once or at-most-once "
+        "(required with an app)",
+    )
+    p.add_argument(
+        "--app-instances", type=int, metavar="N", help="copies of the application (default 2)"
     )
 
 
@@ -513,7 +551,8 @@ def _housekeeping_commands(sub: Any) -> None:
     c = sub.add_parser(
         "cleanup",
         help="remove what crashed runs left behind",
-        description="Remove the containers, networks and volumes of runs that are gone.",
+        description="Remove the containers, networks and volumes of runs that are gone, "
+        "and kill the process groups of the apps on trial they left running.",
     )
     c.add_argument("--all", action="store_true", help="also clusters of runs still alive")
     c.set_defaults(fn=_cmd_cleanup)

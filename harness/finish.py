@@ -24,6 +24,7 @@ from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import log
 from kafka_trial.harness.spec import read_saved_spec
 from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.workloads.app_groups import kill_leftover_apps
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
 from kafka_trial.workloads.processes import ProcessIds
@@ -100,8 +101,18 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
         rec = NemesisRecorder(history)
         rec.do("heal-all", {"phase": "finish"}, lambda: {"healed": heal_leftovers(run_id)})
         observe = Observer({}, spec.cluster.brokers, lambda: lanes[0])
+        if spec.app.present:
+            # The instances a SIGKILLed harness left would go on consuming and
+            # committing while the output is drained: they end here, unsupervised.
+            killed = kill_leftover_apps()
+            if spec.app.image is not None:
+                from kafka_trial.cluster.app_containers import remove_app_containers
+
+                killed += remove_app_containers(client, run_id)
+            if killed:
+                log(f"ended {killed} app instances (and sidecars) the cut-off run left")
         session = WorkloadSession(
-            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), ctx
+            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier, spec.app), ctx
         )
         for topic in session.topics():
             if not observe.await_in_sync(topic.name, spec.cluster.startup_timeout_s):

@@ -21,7 +21,7 @@ import contextlib
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -292,6 +292,21 @@ def nemesis(kafka_cluster: TrialCluster, trial_history: TrialHistory) -> Iterato
     n = TrialNemesis(kafka_cluster, trial_history)
     yield n
     n.heal_all()  # whatever a test left, the next one starts whole
+
+
+@pytest.fixture
+def trial_app(tmp_path: Path) -> Callable[..., Any]:
+    """Puts an application on trial: `trial_app(command="python -m svc",
+    guarantee="at-least-once", faults=["kill-leader", "app-kill"])` runs it against its
+    own cluster and returns the `Results` (kafka_trial.harness.trial.put_on_trial, with
+    the run directory under tmp_path)."""
+    from kafka_trial.harness.trial import put_on_trial
+
+    def trial(**kw: Any) -> Any:
+        kw.setdefault("runs_dir", tmp_path / "kafka-trial")
+        return put_on_trial(**kw)
+
+    return trial
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

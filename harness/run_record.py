@@ -32,6 +32,9 @@ class RunRecord:
     # count from here, and so do the report's times. None: the phase never started.
     fault_phase_start_ns: int | None = None
     error: str | None = None  # the exception, when one ended it
+    # The application on trial (app.command or app.image): its starts, exits by whom,
+    # crash loops and catch-up (AppWorkload.summary); written whatever ended the run.
+    app: dict[str, Any] | None = None
 
     @property
     def send_ops(self) -> int:
@@ -64,6 +67,8 @@ class RunRecord:
             out["fault_phase_start_ns"] = self.fault_phase_start_ns
         if self.error is not None:
             out["error"] = self.error
+        if self.app is not None:
+            out["app"] = self.app
         return out
 
     def to_json(self) -> str:

@@ -7,6 +7,7 @@ The history is persisted as it happens; analysis is a separate step that reads i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.runner import NemesisRunner
 from kafka_trial.nemesis.schedule import Step, schedule
+from kafka_trial.workloads.app import AppPlacement
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
 from kafka_trial.workloads.session import WorkloadSession
@@ -213,6 +215,11 @@ class _Run:
     def _set_up(self, spec: RunSpec) -> None:
         (self.run_dir / "spec.json").write_text(spec.to_json())
         client = ensure_engine()
+        if spec.app.image is not None:
+            # Before any build or cluster: a missing image is a one-line refusal.
+            from kafka_trial.cluster.app_containers import require_local_image
+
+            require_local_image(client, spec.app.image)
         images = ensure_images(client, spec.cluster)
         warm = self.warm
         cluster = warm.take(spec.cluster) if warm is not None else None
@@ -253,10 +260,17 @@ class _Run:
             seed=spec.seed,
             run_id=self.client_run_id,
             logger=_client_logger(self.run_dir),
+            run_dir=self.run_dir,
         )
-        self.session = WorkloadSession(
-            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier), self.ctx
+        planned = plan_workloads(
+            spec.topic,
+            spec.producer,
+            spec.consumer,
+            spec.copier,
+            spec.app,
+            _app_placement(self.cluster, spec),
         )
+        self.session = WorkloadSession(planned, self.ctx)
         self.nemesis_stop = threading.Event()  # no new fault steps
         # The timeline outlives the fault phase, up to the drain's end.
         self.sampling = threading.Event()
@@ -391,6 +405,12 @@ class _Run:
         self.nemesis_stop.set()
         self.ctx.stop.set()
         self.sampling.set()
+        # The app on trial first: on an error or an interrupt it is still running, and
+        # must not outlive the run (or consume while the cluster is healed and removed).
+        self.session.close()
+        self.record.app = self.session.summaries().get("app")
+        if self.spec.app.image is not None:
+            _remove_app_containers(self.cluster)
         keep = self.warm is not None and self.completed and self.healthy
         topics = [t.name for t in self.session.topics()]
         _finish(
@@ -415,6 +435,28 @@ class _Run:
             self.healthy,
             rec.values_acked_per_s or 0.0,
         )
+
+
+def _app_placement(cluster: Cluster, spec: RunSpec) -> AppPlacement:
+    """What the app's instances need of the cluster: its lanes (app-partition), and
+    for an image, the call that starts a container on it."""
+    containers = None
+    if spec.app.image is not None:
+        from kafka_trial.cluster.app_containers import start_app_container
+
+        containers = functools.partial(start_app_container, cluster.client, cluster)
+    return AppPlacement(lanes=cluster, containers=containers)
+
+
+def _remove_app_containers(cluster: Cluster) -> None:
+    """The app's containers and their sidecars: a warm cluster outlives the run's app
+    (a cluster that is removed takes them with it anyway)."""
+    from kafka_trial.cluster.app_containers import remove_app_containers
+
+    try:
+        remove_app_containers(cluster.client, cluster.run_id)
+    except Exception as e:  # the cluster's own removal takes them too
+        log(f"could not remove the app's containers: {type(e).__name__}: {e}")
 
 
 def _fault_phase(

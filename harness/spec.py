@@ -20,7 +20,13 @@ from kafka_trial.contracts.settings import Frozen
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.schedule import min_duration_s
 from kafka_trial.nemesis.settings import NemesisSpec
-from kafka_trial.workloads.settings import ConsumerSpec, CopierSpec, DrainSpec, ProducerSpec
+from kafka_trial.workloads.settings import (
+    AppSpec,
+    ConsumerSpec,
+    CopierSpec,
+    DrainSpec,
+    ProducerSpec,
+)
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 
@@ -34,9 +40,57 @@ class RunSpec(Frozen):
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
     copier: CopierSpec = CopierSpec()
+    app: AppSpec = AppSpec()
     nemesis: NemesisSpec = NemesisSpec()
     drain: DrainSpec = DrainSpec()
     check: CheckSpec = CheckSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _app_keys_by_partition(cls, data: object) -> object:
+        # An app's per-key order is judged per input partition: each value is sent
+        # to its partition with that partition as its key. Unless the user keyed the
+        # sends otherwise (refused in _app_fits).
+        if not isinstance(data, dict) or not _app_present(data.get("app")):
+            return data
+        producer = data.get("producer", {})
+        if isinstance(producer, ProducerSpec):
+            producer = producer.model_dump()
+        if not isinstance(producer, dict) or producer.get("keyed"):
+            return data
+        return {**data, "producer": {**producer, "partition_keys": True}}
+
+    @model_validator(mode="after")
+    def _app_fits(self) -> RunSpec:
+        app_faults = [f for f in self.nemesis.faults if f.startswith("app-")]
+        if app_faults and not self.app.present:
+            raise ValueError(
+                f"nemesis.faults {', '.join(app_faults)} act on the application on trial, "
+                "and this run has none; set --app-command or --app-image (app.command, "
+                "app.image)"
+            )
+        if not self.app.present:
+            return self
+        if self.copier.workers:
+            raise ValueError(
+                f"the app and copier.workers both write {self.topic.name}-out; set "
+                "copier.workers: 0 or leave the app out"
+            )
+        if self.producer.keyed:
+            raise ValueError(
+                "an app's run sends each value keyed by its partition; remove producer.keyed"
+            )
+        # Lanes are handed out producers, consumers, then the app's instances, modulo
+        # the cluster's: a shared lane would cut the producers off with the instance.
+        need = self.producer.clients + self.consumer.workers + self.app.instances
+        if "app-partition" in self.nemesis.faults and self.cluster.client_lanes < need:
+            raise ValueError(
+                "nemesis.faults app-partition cuts one app instance's client lane, which "
+                f"cluster.client_lanes={self.cluster.client_lanes} shares with other clients; "
+                f"set cluster.client_lanes: {need} (producer.clients + consumer.workers + "
+                "app.instances, at most 8)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fits_cluster(self) -> RunSpec:
@@ -86,6 +140,12 @@ class RunSpec(Frozen):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
+
+
+def _app_present(app: object) -> bool:
+    if isinstance(app, AppSpec):
+        return app.present
+    return isinstance(app, dict) and any(app.get(k) is not None for k in ("command", "image"))
 
 
 def merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -176,9 +236,11 @@ def _keys_of(err: dict[str, Any], known: set[str]) -> list[str]:
     """The config keys a problem is about: where it is, or (for a check across keys)
     the keys its message names."""
     where = ".".join(str(p) for p in err["loc"])
+    named = list(dict.fromkeys(k for k in _KEY.findall(str(err["msg"])) if k in known))
     if where:
-        return [where]
-    return list(dict.fromkeys(k for k in _KEY.findall(str(err["msg"])) if k in known))
+        # A check across a section's keys (app) names the keys it is about.
+        return [k for k in named if k.startswith(f"{where}.")] or [where]
+    return named
 
 
 def _fix(keys: list[str], typed: dict[str, str]) -> str:

@@ -17,6 +17,7 @@ _PUBLIC = {
     "ProducerWorkload": "kafka_trial.workloads.plan",
     "ConsumerWorkload": "kafka_trial.workloads.plan",
     "CopierWorkload": "kafka_trial.workloads.plan",
+    "AppWorkload": "kafka_trial.workloads.app",
     "WorkloadSession": "kafka_trial.workloads.session",
     "SessionSummary": "kafka_trial.workloads.session",
 }

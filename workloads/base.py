@@ -3,7 +3,8 @@ the Workload protocol the runner loops over (Jepsen's client + generator).
 
 A workload says which topics it writes, builds its workers for the lanes it is
 given, and has a final phase after the heal (group offsets). The drain of every
-written topic is generic (drain.py) and runs after every workload's final phase.
+written topic is generic (drain.py) and runs after every workload's final phase,
+unless the workload drains that topic itself (the optional hooks below the protocol).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from kafka_trial.cluster.settings import TopicSpec
@@ -77,6 +79,9 @@ class ClientContext:
     # Set when the cluster is gone for good (its engine died): the final phase stops
     # at once instead of polling nothing until its time limit.
     abort: threading.Event = field(default_factory=threading.Event)
+    # The run's directory, for what a workload writes beside the history (the app
+    # on trial's output); None outside a run (a user's own session).
+    run_dir: Path | None = None
 
     def acks_for(self, topic: str) -> AckTracker:
         """The acknowledged offsets of one topic: its writers record, its drain reads."""
@@ -142,3 +147,12 @@ class Workload(Protocol):
     def finish(self, ctx: ClientContext) -> None:
         """Its final phase after the heal (e.g. record group offsets)."""
         ...
+
+
+# Optional hooks a workload may have besides the protocol (the session looks them up,
+# so the workloads without them, a user's included, need nothing new):
+#   start(ctx) -> None      before any worker starts (the app on trial starts here)
+#   close() -> None         on every teardown path, whatever happened; never raises
+#   drain_own(ctx, topic, settings) -> DrainResult | None
+#                           drains a topic it wrote in its own way (None: not its own)
+#   summary() -> dict       what it did, for run.json

@@ -97,10 +97,12 @@ def transactional_producer(
     return None
 
 
-def transactional_sends(sends: list[Send]) -> tuple[list[int | None], Callable[[Producer], None]]:
+def transactional_sends(
+    sends: list[Send], partition_keys: bool = False
+) -> tuple[list[int | None], Callable[[Producer], None]]:
     """The offsets of a transaction's sends, filled in by their delivery reports (the
     transaction's outcome, not the report, decides each send's outcome), and the call
-    that produces them all."""
+    that produces them all (each keyed by its partition with `partition_keys`)."""
     offsets: list[int | None] = [None] * len(sends)
 
     def report(i: int) -> Callable[[KafkaError | None, Message], None]:
@@ -113,7 +115,11 @@ def transactional_sends(sends: list[Send]) -> tuple[list[int | None], Callable[[
     def send_all(producer: Producer) -> None:
         for i, m in enumerate(sends):
             producer.produce(
-                m.topic, value=str(m.value).encode(), partition=m.partition, on_delivery=report(i)
+                m.topic,
+                value=str(m.value).encode(),
+                key=str(m.partition).encode() if partition_keys else None,
+                partition=m.partition,
+                on_delivery=report(i),
             )
 
     return offsets, send_all

@@ -7,6 +7,7 @@ a new process id, which starts again from the beginning.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import (
@@ -52,8 +53,12 @@ def _int_or_none(raw: bytes | None) -> int | None:
         return None
 
 
-def records_of(msgs: list[Message]) -> tuple[list[Record], list[int]]:
-    """History records of a consume() batch, and the partitions that hit their end."""
+def records_of(
+    msgs: list[Message], value_of: Callable[[bytes | None], int | None] = _int_or_none
+) -> tuple[list[Record], list[int]]:
+    """History records of a consume() batch, and the partitions that hit their end.
+    `value_of` reads each record's value (the application's output drain reads the
+    input id its outputs carry)."""
     records: list[Record] = []
     at_end: list[int] = []
     for m in msgs:
@@ -62,7 +67,7 @@ def records_of(msgs: list[Message]) -> tuple[list[Record], list[int]]:
             if err.code() == KafkaError._PARTITION_EOF:
                 at_end.append(m.partition())
             continue
-        records.append(Record(m.topic(), m.partition(), m.offset(), _int_or_none(m.value())))
+        records.append(Record(m.topic(), m.partition(), m.offset(), value_of(m.value())))
     return records, at_end
 
 

@@ -6,12 +6,15 @@ truncated below an acknowledged offset, which is exactly what the checker wants
 to see). The whole drain is bounded by `timeout_s`.
 
 Its poll micro-ops carry `"role": "drain"`, so the checker can tell its reads
-from the consumers' (vanished-read).
+from the consumers' (vanished-read). The application on trial's output is drained
+the same way under `"role": "app-output"`, each record's value the input id the
+output carries (`value_of`, the app's id rule).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +35,15 @@ class DrainResult:
     seconds: float
 
 
-def drain(ctx: ClientContext, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
-    """Read `topic` to its end; the acknowledged offsets come from ctx.acks."""
+def drain(
+    ctx: ClientContext,
+    topic: TopicSpec,
+    spec: DrainSpec,
+    role: str = "drain",
+    value_of: Callable[[bytes | None], int | None] | None = None,
+) -> DrainResult:
+    """Read `topic` to its end; the acknowledged offsets come from ctx.acks (a topic
+    nobody acknowledged a write to, like the app's output, ends when it settles)."""
     history, pids = ctx.history, ctx.pids
     max_acked = ctx.acks_for(topic.name).snapshot()
     consumer = new_consumer(ctx, Lane.of(ctx, 0), topic, "read_committed")
@@ -50,14 +60,14 @@ def drain(ctx: ClientContext, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
             if ctx.abort.is_set():
                 log(f"drain of {topic.name} stopped: the cluster is gone")
                 break
-            history.invoke(process, "poll", [Poll(role="drain")])
+            history.invoke(process, "poll", [Poll(role=role)])
             try:
                 msgs = consumer.consume(num_messages=1000, timeout=1.0)
             except Exception as e:  # any client error leaves this poll's result unknown
-                history.complete("info", process, "poll", [Poll(role="drain")], str(e))
+                history.complete("info", process, "poll", [Poll(role=role)], str(e))
                 process = pids.next()
                 continue
-            records, at_end = records_of(msgs)
+            records, at_end = records_of(msgs) if value_of is None else records_of(msgs, value_of)
             for r in records:
                 at_end_since.pop(r.partition, None)
                 next_offset[r.partition] = r.offset + 1
@@ -69,7 +79,7 @@ def drain(ctx: ClientContext, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
             # Where each partition ended: with acks=0 no send knows its offset, so
             # "read to the end and not found" is what makes a loss certain.
             ends = tuple(TopicOffset(topic.name, p, next_offset[p]) for p in sorted(set(at_end)))
-            done_micro = Poll(tuple(records), "drain", ends or None)
+            done_micro = Poll(tuple(records), role, ends or None)
             history.complete("ok", process, "poll", [done_micro])
             now = time.monotonic()
             for p in parts:

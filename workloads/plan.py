@@ -1,5 +1,6 @@
 """The workloads of a run, built from the stage settings: producers (plain or
-transactional), consumers (assign or a group), exactly-once copiers.
+transactional), consumers (assign or a group), exactly-once copiers, and the
+application on trial (app.py).
 
 Adding a workload means a class here (or beside it) and a line in `plan_workloads`."""
 
@@ -9,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.workloads.app import AppPlacement, AppWorkload
 from kafka_trial.workloads.base import ClientContext, Lane, Worker, Workload
 from kafka_trial.workloads.consumer import PollWorker
 from kafka_trial.workloads.copier import CopierWorker, copier_stop_s
 from kafka_trial.workloads.group_consumer import GroupWorker, record_group_offsets
 from kafka_trial.workloads.producer import ProducerWorker
-from kafka_trial.workloads.settings import ConsumerSpec, CopierSpec, ProducerSpec
+from kafka_trial.workloads.settings import AppSpec, ConsumerSpec, CopierSpec, ProducerSpec
 from kafka_trial.workloads.transactions import TxnWorker
 
 
@@ -119,8 +121,15 @@ def plan_workloads(
     producer: ProducerSpec,
     consumer: ConsumerSpec | None = None,
     copier: CopierSpec | None = None,
+    app: AppSpec | None = None,
+    placement: AppPlacement | None = None,
 ) -> list[Workload]:
-    """Producers, then consumers, then copiers: the order lanes are handed out in."""
+    """Producers, then consumers, then copiers, then the application on trial: the
+    order lanes are handed out in. `placement`: the cluster's lanes and network, as
+    the app's instances need them."""
+    if app is not None and app.present and not producer.partition_keys and not producer.keyed:
+        # A spec built without RunSpec (a user's script): an app's run keys by partition.
+        producer = producer.model_copy(update={"partition_keys": True})
     out: list[Workload] = [
         ProducerWorkload(producer, topic, (consumer or ConsumerSpec()).isolation_level)
     ]
@@ -128,4 +137,6 @@ def plan_workloads(
         out.append(ConsumerWorkload(consumer, topic))
     if copier is not None and copier.workers:
         out.append(CopierWorkload(copier, topic))
+    if app is not None and app.present:
+        out.append(AppWorkload(app, topic, placement))
     return out

@@ -82,8 +82,10 @@ def _serve(conn: Connection, conf: dict[str, Any], log_path: str | None) -> None
             return
         try:
             if method == "produce":
-                i, topic, value, partition = args
-                producer.produce(topic, value=value, partition=partition, on_delivery=report(i))
+                i, topic, value, partition, key = args
+                producer.produce(
+                    topic, value=value, key=key, partition=partition, on_delivery=report(i)
+                )
                 result: Any = None
             elif method == "close":
                 conn.send(("ok", None, reports))
@@ -173,10 +175,11 @@ class ProcessProducer:
         value: bytes,
         partition: int,
         on_delivery: Callable[[KafkaError | None, Any], None],
+        key: bytes | None = None,
     ) -> None:
         i, self._next = self._next, self._next + 1
         self._callbacks[i] = on_delivery
-        self._call("produce", i, topic, value, partition)
+        self._call("produce", i, topic, value, partition, key)
 
     def flush(self, timeout: float = -1) -> int:
         return int(self._call("flush", timeout))

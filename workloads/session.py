@@ -1,6 +1,7 @@
 """Running workloads: start their workers, stop them, then the final phase (each
-workload's finish, then the drain of every topic written). The runner and users'
-own scripts use the same session; the caller decides when the load phase ends."""
+workload's finish, then the drain of every topic written), and close them on every
+path. The runner and users' own scripts use the same session; the caller decides
+when the load phase ends, and calls close() last, whatever happened."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_trial.cluster.settings import TopicSpec
-from kafka_trial.contracts.log import guarded
+from kafka_trial.contracts.log import guarded, log
 from kafka_trial.workloads.base import ClientContext, Counters, Lane, Worker, Workload
 from kafka_trial.workloads.drain import DrainResult, drain
 from kafka_trial.workloads.settings import DrainSpec
@@ -77,6 +78,12 @@ class WorkloadSession:
                 name = f"{w.name}-{i}"
                 th = threading.Thread(target=guarded(worker.run), name=name, daemon=True)
                 self.threads.append(th)
+        # Before any worker: the app on trial must be reading when the first value is
+        # written. A hook that raises (an app that exits at once) starts no worker.
+        for w in self.workloads:
+            hook = getattr(w, "start", None)
+            if hook is not None:
+                hook(self.ctx)
         for th in self.threads:
             th.start()
 
@@ -111,10 +118,42 @@ class WorkloadSession:
         for w in self.workloads:
             w.finish(self.ctx)
         topics = self.topics()
-        drains = {t.name: drain(self.ctx, t, settings or DrainSpec()) for t in topics}
+        spec = settings or DrainSpec()
+        drains = {t.name: self._drain(t, spec) for t in topics}
         return SessionSummary(
             drains,
             send_ops=self.counts("producer").ops,
             values_acked=self.ctx.acks_for(topics[0].name).acked if topics else 0,
             client_events=self.events(),
         )
+
+    def _drain(self, topic: TopicSpec, spec: DrainSpec) -> DrainResult:
+        """The workload that drains `topic` its own way does (the app's output: role
+        app-output), else the generic drain (role drain)."""
+        for w in self.workloads:
+            own = getattr(w, "drain_own", None)
+            result = own(self.ctx, topic, spec) if own is not None else None
+            if result is not None:
+                return result
+        return drain(self.ctx, topic, spec)
+
+    def close(self) -> None:
+        """Every path's end, whatever happened before (an error, SIGTERM, the cluster
+        gone): each workload's close hook, each guarded on its own. Never raises."""
+        for w in self.workloads:
+            hook = getattr(w, "close", None)
+            if hook is None:
+                continue
+            try:
+                hook()
+            except Exception as e:  # the other workloads are still to be closed
+                log(f"closing workload {w.name}: {type(e).__name__}: {e}")
+
+    def summaries(self) -> dict[str, dict[str, Any]]:
+        """What workloads with a summary hook did, by name (run.json)."""
+        out: dict[str, dict[str, Any]] = {}
+        for w in self.workloads:
+            hook = getattr(w, "summary", None)
+            if hook is not None:
+                out[w.name] = hook()
+        return out

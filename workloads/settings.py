@@ -1,9 +1,12 @@
-"""Settings of the client workloads: producers, transactions, consumers, copiers, drain."""
+"""Settings of the client workloads: producers, transactions, consumers, copiers, the
+application on trial, drain."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
+from kafka_trial.contracts.app_contract import Guarantee
 from kafka_trial.contracts.settings import Frozen
 from pydantic import Field, field_validator, model_validator
 
@@ -29,6 +32,12 @@ class ProducerSpec(Frozen):
     batch_size: int = Field(16384, ge=1)
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     keyed: bool = Field(False, description="send with a key and let the default partitioner choose")
+    partition_keys: bool = Field(
+        False,
+        description="send each value to its partition (value mod partitions) with the key "
+        "str(partition), so an application that keeps keys sends one input partition's "
+        "outputs to one output partition (on for runs with an app)",
+    )
     transactional: bool = Field(False, description="each op is one transaction (f=txn)")
     txn_partitions: int = Field(3, ge=1, description="partitions each transaction writes")
     abort_fraction: float = Field(0.0, ge=0, le=1, description="transactions aborted on purpose")
@@ -129,6 +138,11 @@ class ProducerSpec(Frozen):
             raise ValueError(
                 "a transactional client runs one transaction at a time; "
                 "set producer.processes_per_client=1 or leave it out"
+            )
+        if self.keyed and self.partition_keys:
+            raise ValueError(
+                "producer.keyed lets the partitioner choose from the key, producer."
+                "partition_keys keys each value by its partition; set one of them"
             )
         if self.own_process and not self.transactional:
             raise ValueError("own_process needs producer.transactional=true")
@@ -234,3 +248,97 @@ class CopierSpec(Frozen):
 class DrainSpec(Frozen):
     timeout_s: float = Field(90.0, gt=0)
     settle_s: float = Field(5.0, gt=0, description="stop a partition at its end after this")
+
+
+# What every instance of the application on trial is given, in its environment and as
+# {NAME} placeholders in its command: set by the workload, so app.env may not.
+APP_ENV_NAMES = (
+    "KAFKA_BOOTSTRAP_SERVERS",
+    "INPUT_TOPIC",
+    "OUTPUT_TOPIC",
+    "GROUP_ID",
+    "INSTANCE_ID",
+)
+
+
+class AppSpec(Frozen):
+    """The user's program on trial, a black box between the run's topic and TOPIC-out
+    (docs/apps.md): a command run on the host, or a local image run as containers."""
+
+    command: str | None = Field(
+        None,
+        min_length=1,
+        description="a shell command; {KAFKA_BOOTSTRAP_SERVERS}, {INPUT_TOPIC}, "
+        "{OUTPUT_TOPIC}, {GROUP_ID} and {INSTANCE_ID} in it are replaced",
+    )
+    image: str | None = Field(None, min_length=1, description="a local Docker image")
+    instances: int = Field(2, ge=1, le=16, description="copies of the application")
+    guarantee: Guarantee | None = Field(
+        None,
+        description="what the application promises: exactly-once, at-least-once or "
+        "at-most-once (--app-guarantee); required with an app",
+    )
+    per_key_order: bool = Field(
+        False, description="the application keeps the order of each input partition's records"
+    )
+    id_json: str | None = Field(
+        None,
+        description="the input id is this dotted field path of a JSON value (e.g. meta.id); "
+        "default: the whole value is the input's decimal value",
+    )
+    id_regex: str | None = Field(
+        None, description="the input id is the first group of this regex's first match"
+    )
+    quiet_s: float = Field(10.0, gt=0, description="output quiet this long counts as caught up")
+    catch_up_s: float = Field(120.0, gt=0, description="the longest wait for the app to catch up")
+    restart_delay_s: float = Field(2.0, ge=0, description="an ended instance restarts after this")
+    stop_grace_s: float = Field(10.0, ge=0, description="SIGTERM to SIGKILL at the end")
+    start_check_s: float = Field(
+        3.0, ge=0, description="an instance that exits this soon after the first start is refused"
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="further environment")
+
+    @property
+    def present(self) -> bool:
+        return self.command is not None or self.image is not None
+
+    @field_validator("id_json")
+    @classmethod
+    def _dotted(cls, v: str | None) -> str | None:
+        if v is not None and not all(part.strip() for part in v.split(".")):
+            raise ValueError("must be a dotted field path, e.g. id or meta.id")
+        return v
+
+    @field_validator("id_regex")
+    @classmethod
+    def _one_group(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            groups = re.compile(v).groups
+        except re.error as e:
+            raise ValueError(f"is not a regular expression ({e})") from None
+        if groups < 1:
+            raise ValueError("needs a capture group around the id, e.g. id=(\\d+)")
+        return v
+
+    @model_validator(mode="after")
+    def _complete(self) -> AppSpec:
+        if self.command is not None and self.image is not None:
+            raise ValueError(
+                "app.command and app.image are both set; give one (--app-command or --app-image)"
+            )
+        if self.id_json is not None and self.id_regex is not None:
+            raise ValueError("app.id_json and app.id_regex are both set; give one")
+        owned = sorted(set(self.env) & set(APP_ENV_NAMES))
+        if owned:
+            raise ValueError(
+                f"app.env sets {', '.join(owned)}, which kafka-trial sets for every instance; "
+                "remove it there"
+            )
+        if self.present and self.guarantee is None:
+            raise ValueError(
+                "an app needs its declared guarantee: set --app-guarantee (app.guarantee) to "
+                "exactly-once, at-least-once or at-most-once"
+            )
+        return self

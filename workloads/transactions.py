@@ -160,7 +160,7 @@ class TxnWorker:
         crash = rng.random() < self.spec.crash_fraction
         polls = [Poll()] if reader is not None else []
         self.ctx.history.invoke(process, "txn", [*sends, *polls])
-        offsets, send_all = transactional_sends(sends)
+        offsets, send_all = transactional_sends(sends, self.spec.partition_keys)
         read: list[Record] = []
 
         outcome: Outcome

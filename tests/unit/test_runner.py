@@ -107,6 +107,12 @@ class Session:
         self._call("finish")
         return _summary(self.topic)
 
+    def close(self) -> None:
+        self.calls.append("close")  # every path's end: it never raises
+
+    def summaries(self) -> dict[str, Any]:
+        return {}
+
 
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
@@ -163,7 +169,7 @@ def test_a_run_writes_its_files_phase_by_phase(tmp_path: Path, fakes: SimpleName
     assert outcome.phase_s == info["phases"]
     assert round(outcome.ops_per_s, 1) == info["ops_per_s"] > 0
     assert round(outcome.values_acked_per_s, 1) == info["values_acked_per_s"] > 0
-    assert fakes.sessions[0].calls == ["start", "stop", "finish"]
+    assert fakes.sessions[0].calls == ["start", "stop", "finish", "close"]
     assert fakes.cluster.topics_made == ["trial", "trial-out"] and fakes.cluster.torn_down
     # Teardown recorded its heal, and the history was closed.
     ops = read_history(run_dir / "history.jsonl").ops
@@ -200,6 +206,8 @@ def test_a_run_that_fails_names_its_phase_and_still_cleans_up(
     assert info.get("error", "").startswith(("RuntimeError", "Interrupted")) or "error" not in info
     assert info["ops_per_s"] == 0.0
     assert fakes.cluster.torn_down and (run_dir / "logs").is_dir()
+    # The workloads are closed on every path (the app on trial's instances killed).
+    assert fakes.sessions[0].calls[-1] == "close"
 
 
 def test_a_warm_run_gets_fresh_topic_and_client_ids_and_gives_the_cluster_back(

@@ -25,6 +25,7 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.nemesis.effects import effect
 from kafka_trial.report import charts
 from kafka_trial.report import svg_plots as sp
+from kafka_trial.report.app_lanes import app_lanes, app_sentence
 from kafka_trial.report.faults import Fault, faults
 from kafka_trial.report.leaders import Handover, handover, sentence
 from kafka_trial.report.witnesses import ack_time, explain, runs
@@ -220,6 +221,8 @@ def clients_present(spec: dict[str, Any] | None, fs: set[str]) -> set[Need]:
         present.add("consumers")
     if "poll" in fs or "txn" in fs:
         present.add("reads")
+    if _get(spec, "app.command") or _get(spec, "app.image") or "app-start" in fs:
+        present.add("app")
     return present
 
 
@@ -573,6 +576,7 @@ def render(inp: Inputs) -> str:
     timeline.append(charts.state_lanes(inp.states, axis, bands))
     if data is not None:
         timeline.append(charts.client_lane(data, axis, bands))
+        timeline.append(app_lanes(data, axis, bands))
     title = f"kafka-trial report: {inp.run_dir.name}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -590,6 +594,7 @@ def render(inp: Inputs) -> str:
         + _clock_note(inp)
         + "\n".join(timeline)
         + '<h2 id="anomalies">Anomalies</h2>'
+        + app_sentence(inp.results, data)
         + anomalies_html
         + '<h2 id="offsets">Offsets per partition</h2>'
         + charts.offsets_section(inp.results, data, axis, bands)

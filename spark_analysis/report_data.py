@@ -16,7 +16,7 @@ from typing import Any
 from kafka_trial.spark_analysis.history_frames import Frames
 from kafka_trial.spark_analysis.history_parse import LINE_SCHEMA
 from kafka_trial.spark_analysis.queue_checks import CLIENT_EVENTS
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 MAX_BUCKETS = 400
@@ -34,7 +34,8 @@ def _paired(fr: Frames) -> DataFrame:
     """Each client completion with its invoke's time: the previous op of its process."""
     w = Window.partitionBy("process").orderBy("index")
     return (
-        fr.ops.filter(F.col("process") != "nemesis")
+        # The application's lifecycle ops are not client ops: they have their own lanes.
+        fr.ops.filter((F.col("process") != "nemesis") & ~F.col("process").startswith("app-"))
         .withColumn("invoke_time", F.lag("time").over(w))
         .withColumn("prev_type", F.lag("type").over(w))
         .filter((F.col("type") != "invoke") & (F.col("prev_type") == "invoke"))
@@ -45,12 +46,24 @@ def _paired(fr: Frames) -> DataFrame:
 def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
     """The nemesis's ops with their values (the frames keep client values only). Lines
     are filtered as text first, so only the few nemesis lines are parsed."""
+    return _ops_with_values(spark, uri, "nemesis", F.col("process") == "nemesis")
+
+
+def _app_events(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
+    """The application's lifecycle ops (processes `app-<i>`: starts and exits, with
+    pids, exit codes and who ended it), for its lanes on the timeline."""
+    return _ops_with_values(spark, uri, '"app-', F.col("process").startswith("app-"), True)
+
+
+def _ops_with_values(
+    spark: SparkSession, uri: str, text: str, which: Column, with_process: bool = False
+) -> list[dict[str, Any]]:
     rows = (
         spark.read.text(uri)
-        .filter(F.col("value").contains("nemesis"))
+        .filter(F.col("value").contains(text))
         .select(F.from_json("value", LINE_SCHEMA).alias("j"))
         .select("j.*")
-        .filter(F.col("process") == "nemesis")
+        .filter(which)
         .orderBy("index")
         .limit(MAX_NEMESIS)
         .collect()
@@ -68,6 +81,8 @@ def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
             "f": r["f"],
             "value": value,
         }
+        if with_process:
+            op["process"] = r["process"]
         if r["error"] is not None:  # why a fault did not take effect
             op["error"] = r["error"]
         out.append(op)
@@ -172,6 +187,7 @@ def report_data(
         "client_events": events,
         "client_events_capped": len(events) >= MAX_EVENTS,
         "nemesis": _nemesis_ops(spark, uri),
+        "app_events": _app_events(spark, uri),
         "witnesses": witnesses,
     }
 

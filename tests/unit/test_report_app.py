@@ -1,0 +1,57 @@
+"""The application on trial in the report: its instances' lanes and the sentence that
+names missing or doubled inputs and the fault each followed."""
+
+from __future__ import annotations
+
+from kafka_trial.report import svg_plots as sp
+from kafka_trial.report.app_lanes import app_lanes, app_sentence
+
+from tests.results import made_results
+
+S = 1_000_000_000
+
+
+def _op(t: float, process: str, f: str, type_: str, **value: object) -> dict[str, object]:
+    return {"time": int(t * S), "process": process, "f": f, "type": type_, "value": value}
+
+
+def _data() -> dict[str, object]:
+    return {
+        "app_events": [
+            _op(1, "app-0", "app-start", "ok", instance=0, pid=101),
+            _op(1, "app-1", "app-start", "ok", instance=1, pid=102),
+            _op(9, "app-0", "app-exit", "ok", instance=0, pid=101, exit_code=-9, by="app-kill"),
+            _op(11, "app-0", "app-start", "ok", instance=0, pid=103),
+        ],
+        "nemesis": [
+            _op(9, "nemesis", "app-kill", "ok", instance=0, pid=101),
+            _op(14, "nemesis", "app-pause", "ok", instance=1, pid=102, state="T"),
+            _op(18, "nemesis", "app-resume", "ok"),
+        ],
+        "witnesses": {"sends": [{"value": 7, "time": int(9.5 * S)}]},
+    }
+
+
+def test_each_instance_gets_a_lane_with_its_runs_pauses_and_exits() -> None:
+    svg = app_lanes(_data(), sp.Axis(0, 20), [])
+    assert "app 0" in svg and "app 1" in svg
+    # Who ended instance 0's first run, and its exit code, are in the hover text.
+    assert "ended by app-kill, exit code -9" in svg
+    assert "pid 103" in svg  # the restarted run
+    assert "instance 1 paused 14.00-18.00s" in svg
+
+
+def test_no_lanes_without_an_application() -> None:
+    assert app_lanes({"app_events": []}, sp.Axis(0, 20), []) == ""
+
+
+def test_the_sentence_names_the_inputs_and_the_fault_before_them() -> None:
+    res = made_results(False, {"app-output-lost": 3})
+    text = app_sentence(res, _data())
+    assert "app-output-lost" in text and "(3)" in text
+    assert "input 7" in text and "after app-kill of instance 0 at 9.0s" in text
+    assert "input 8" in text  # a witness without a known send time is still named
+
+
+def test_no_sentence_when_the_output_is_whole() -> None:
+    assert app_sentence(made_results(True, {}), _data()) == ""

@@ -15,7 +15,9 @@ from typing import Any, ClassVar, Literal
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 Outcome = Literal["ok", "fail", "info"]
-Process = int | Literal["nemesis"]
+# A client worker's number, the nemesis, or "app-<i>": instance i of the application
+# on trial (its starts and exits).
+Process = int | str
 COMPLETIONS: tuple[Outcome, ...] = ("ok", "fail", "info")
 
 

@@ -58,8 +58,9 @@ def start() -> Settings | None:
         return None
 
 
-def consumer(s: Settings) -> Consumer:
-    """The input's consumer in group GROUP_ID; offsets are committed by the app only."""
+def consumer(s: Settings, **overrides: object) -> Consumer:
+    """The input's consumer in group GROUP_ID; offsets are committed by the app only,
+    unless `overrides` say otherwise (librdkafka's names with `_` for `.`)."""
     c = Consumer(
         {
             "bootstrap.servers": s.bootstrap,
@@ -70,6 +71,7 @@ def consumer(s: Settings) -> Consumer:
             "isolation.level": "read_committed",  # never copy an aborted input
             # A crashed instance's partitions move after 10 s, not the default 45 s.
             "session.timeout.ms": 10000,
+            **{k.replace("_", "."): v for k, v in overrides.items()},
         }
     )
     c.subscribe(

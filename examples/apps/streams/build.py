@@ -108,6 +108,7 @@ def build_streams_image(
         )
         tag = f"{REPO}:{version}-{digest}"
         if images._have(client, tag):
+            _alias(client, tag)
             return tag
         log(f"building {tag}")
         with tempfile.TemporaryDirectory(prefix="kt-streams-") as tmp:
@@ -118,7 +119,14 @@ def build_streams_image(
             for name in names:
                 shutil.copy(jars / name, ctx / "libs" / name)
             images._build(client, ctx, tag, {"BASE": base})
+    _alias(client, tag)
     return tag
+
+
+def _alias(client: docker.DockerClient, tag: str) -> None:
+    """`REPO:latest` names the newest build, for configs that cannot name a digest
+    (examples/campaigns/apps.yaml)."""
+    client.images.get(tag).tag(REPO, "latest")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@ The first test needs no brokers: a stand-in names a network of its own and a lan
 route that leads to the instance's sidecar's own API, so the path the app's
 connections take (its sidecar's forwarding proxy, by name on the network) is proven
 end to end, with the engine's pause, kill and stop read back, the logs kept, and
-everything removed by the run label. The second puts a Kafka client in an app
-container against the real cluster: it follows the brokers' advertised addresses
-through the lane proxies."""
+everything removed by the run label. A Kafka client in an app container against a
+real cluster, through the lane proxies, is tests/integration/test_apps.py's Kafka
+Streams run."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from kafka_trial.cluster.app_containers import (
     sidecar_name,
     start_app_container,
 )
-from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.naming import API_PORT, LABEL_RUN, labels
@@ -149,34 +148,5 @@ def test_an_instance_reaches_its_lane_and_is_paused_killed_and_stopped(
         seen = again.terminate("app-restart")
         assert (seen["state"], seen["after"], seen["exit_code"]) == ("paused", "exited", 137)
         assert out.read_text().count("bootstrap=127.0.0.1:40001") == 2
-    finally:
-        engine.images.remove(tag, force=True)
-
-
-def test_a_kafka_client_in_an_app_container_reaches_every_broker_through_the_lane(
-    engine: docker.DockerClient, images: Images, cluster: Cluster, tmp_path: Path
-) -> None:
-    script = (
-        '/opt/kafka/bin/kafka-broker-api-versions.sh --bootstrap-server "$KAFKA_BOOTSTRAP_SERVERS"'
-        " | grep -c '(id: '; exec sleep 600"
-    )
-    tag = _image(engine, images.kafka, script, f"kt-test-app:{cluster.run_id}")
-    try:
-        app = start_app_container(
-            engine,
-            cluster,
-            tag,
-            "app",
-            {},
-            0,
-            tmp_path / "i.out",
-            tmp_path / "i.err",
-            0,
-        )
-        # The tool lists each broker it reached at its advertised address.
-        assert _wait_for(lambda: b"3\n" in app.container.logs(stderr=False), 90), (
-            app.container.logs()
-        )
-        app.remove()
     finally:
         engine.images.remove(tag, force=True)

@@ -300,11 +300,11 @@ def trial_app(tmp_path: Path) -> Callable[..., Any]:
     guarantee="at-least-once", faults=["kill-leader", "app-kill"])` runs it against its
     own cluster and returns the `Results` (kafka_trial.harness.trial.put_on_trial, with
     the run directory under tmp_path)."""
-    from kafka_trial.harness.trial import put_on_trial
+    from kafka_trial.harness import trial as trials
 
     def trial(**kw: Any) -> Any:
         kw.setdefault("runs_dir", tmp_path / "kafka-trial")
-        return put_on_trial(**kw)
+        return trials.put_on_trial(**kw)
 
     return trial
 

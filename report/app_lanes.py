@@ -14,11 +14,13 @@ from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES
 from kafka_trial.checkers.results import Results
+from kafka_trial.nemesis.catalog import heals, is_fault
 from kafka_trial.report import svg_plots as sp
 
 RUNNING, PAUSED, EXITED = "#2ca02c", "#ff7f0e", "#d62728"
-# Faults on an instance that last until their heal, drawn over its running spans.
-_HELD = {"app-pause": ("app-resume", "paused"), "app-partition": ("app-heal", "cut off")}
+# Faults on an instance that last until their heal (the nemesis catalog pairs them),
+# drawn over its running spans, with the word for the state they leave it in.
+_HELD = {"app-pause": "paused", "app-partition": "cut off"}
 _APP_ANOMALIES = ("app-output-lost", "app-output-duplicate", "app-output-unexpected")
 _NAMED = 5
 
@@ -75,14 +77,14 @@ def _held(nemesis: list[dict[str, Any]], t_end: float) -> list[tuple[int, sp.Seg
         f, t = op.get("f"), op["time"] / 1e9
         if op.get("type") == "ok" and f in _HELD and (i := _instance(op)) is not None:
             open_[(str(f), i)] = t
-        for fault, (heal, word) in _HELD.items():
-            if f in (heal, "heal-all") and op.get("type") == "ok":
+        for fault, word in _HELD.items():
+            if op.get("type") == "ok" and heals(fault, str(f)):
                 for key in [k for k in open_ if k[0] == fault]:
                     t0 = open_.pop(key)
                     tip = f"instance {key[1]} {word} {t0:.2f}-{t:.2f}s"
                     out.append((key[1], sp.Segment(t0, t, "", PAUSED, 0.6, tip)))
     for (fault, i), t0 in open_.items():
-        out.append((i, sp.Segment(t0, t_end, "", PAUSED, 0.6, f"instance {i} {_HELD[fault][1]}")))
+        out.append((i, sp.Segment(t0, t_end, "", PAUSED, 0.6, f"instance {i} {_HELD[fault]}")))
     return out
 
 
@@ -100,21 +102,17 @@ def app_lanes(data: dict[str, Any], axis: sp.Axis, bands: list[sp.Band]) -> str:
 
 
 def _nearest_fault(t: float, nemesis: list[dict[str, Any]]) -> str | None:
-    """The last fault that began before `t` (an app fault or one on the brokers)."""
-    before = [
-        op
-        for op in nemesis
-        if op.get("type") == "ok" and op["time"] / 1e9 <= t and op.get("f") not in _HEALS
-    ]
-    if not before:
+    """The fault (on the app or the brokers) that began nearest to `t`, before or
+    after it, in words: "0.3s before app-kill of instance 0 at 5.1s"."""
+    faults = [op for op in nemesis if op.get("type") == "ok" and is_fault(str(op.get("f")))]
+    if not faults:
         return None
-    op = before[-1]
+    op = min(faults, key=lambda o: abs(o["time"] / 1e9 - t))
+    at = op["time"] / 1e9
     i = _instance(op)
     what = f"{op['f']} of instance {i}" if i is not None else str(op["f"])
-    return f"{what} at {op['time'] / 1e9:.1f}s"
-
-
-_HEALS = {"app-resume", "app-heal", "heal-all", "start", "resume", "heal", "restore"}
+    side = "before" if t <= at else "after"
+    return f"{abs(at - t):.1f}s {side} {what} at {at:.1f}s"
 
 
 def app_sentence(results: Results | None, data: dict[str, Any] | None) -> str:
@@ -136,7 +134,8 @@ def app_sentence(results: Results | None, data: dict[str, Any] | None) -> str:
             where = f"{ex.get('topic')}/{ex.get('partition')}@{ex.get('offset')}"
             s = sends.get(v)
             near = _nearest_fault(s["time"] / 1e9, nemesis) if s and s.get("time") else None
-            items.append(f"input {v} ({where}" + (f", after {near})" if near else ")"))
+            # When the input was acknowledged, against the fault nearest to it.
+            items.append(f"input {v} ({where}" + (f", acknowledged {near})" if near else ")"))
         more = f" and {found.count - len(items)} more" if found.count > len(items) else ""
         parts.append(
             f"<li><b>{escape(name)}</b> ({found.count}): {escape(', '.join(items) + more)}. "

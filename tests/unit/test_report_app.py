@@ -49,7 +49,8 @@ def test_the_sentence_names_the_inputs_and_the_fault_before_them() -> None:
     res = made_results(False, {"app-output-lost": 3})
     text = app_sentence(res, _data())
     assert "app-output-lost" in text and "(3)" in text
-    assert "input 7" in text and "after app-kill of instance 0 at 9.0s" in text
+    # Acknowledged at 9.5 s: the nearest fault is the kill at 9.0 s, not the pause at 14.
+    assert "input 7" in text and "acknowledged 0.5s after app-kill of instance 0 at 9.0s" in text
     assert "input 8" in text  # a witness without a known send time is still named
 
 

@@ -31,7 +31,7 @@ from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.links import Link
 from kafka_trial.cluster.naming import CUT_TOXICS, client_listener
-from kafka_trial.cluster.observe import Observer
+from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.cluster.provision import Provisioner
 from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
@@ -57,7 +57,9 @@ class Cluster:
         self._provision = Provisioner(
             self.client, self.spec, self.images, self.run_id, self.brokers
         )
-        self.observe = Observer(self.brokers, self.spec.brokers, lambda: self.bootstrap)
+        self.observe = Observer(
+            DockerNodes(self.brokers), self.spec.brokers, lambda: self.bootstrap
+        )
         self.clock_probe = ClockProbe(
             list(range(1, self.spec.brokers + 1)), lambda: self.bootstrap, self.observe.admin
         )

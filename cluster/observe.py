@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, NewTopic
@@ -31,22 +32,80 @@ def _quiet_logger() -> logging.Logger:
     return lg
 
 
-def _new_admin(bootstrap: str, timeout_ms: int) -> AdminClient:
+def _new_admin(bootstrap: str, timeout_ms: int, extra: dict[str, Any]) -> AdminClient:
     return AdminClient(
         {
             "bootstrap.servers": bootstrap,
             "socket.timeout.ms": timeout_ms,
             "log_level": 0,
             "logger": _quiet_logger(),
+            **extra,
         }
     )
 
 
+class NodeProbe(Protocol):
+    """What observing needs of the nodes beyond the admin API, whatever the cluster's
+    kind: a node's own client address, whether its process runs, why it ended, and
+    its quorum-state file."""
+
+    def ids(self) -> list[int]: ...
+
+    def direct_address(self, node: int) -> str | None: ...
+
+    def running(self, node: int) -> bool | None:
+        """True or False as seen on the node; None where the kind cannot see it."""
+        ...
+
+    def failure(self, node: int) -> str | None: ...
+
+    def quorum_state(self, node: int) -> str | None: ...
+
+
+@dataclass
+class DockerNodes:
+    """The Docker kind's nodes: containers, read through the engine."""
+
+    brokers: dict[int, Broker]
+
+    def ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    def direct_address(self, node: int) -> str | None:
+        return f"127.0.0.1:{self.brokers[node].client_ports[0]}"
+
+    def running(self, node: int) -> bool | None:
+        return self.brokers[node].status() == "running"
+
+    def failure(self, node: int) -> str | None:
+        b = self.brokers[node]
+        if b.status() not in ("exited", "dead", "removed"):
+            return None
+        tail = b.container.logs(tail=15).decode(errors="replace").strip().splitlines()
+        last = next(
+            (ln for ln in reversed(tail) if "ERROR" in ln or "Exception" in ln),
+            tail[-1] if tail else "(no output)",
+        )
+        return f"broker {b.node_id} exited: {last[:300]}"
+
+    def quorum_state(self, node: int) -> str | None:
+        b = self.brokers[node]
+        if b.status() != "running":
+            return None
+        try:
+            res = b.container.exec_run(["cat", QUORUM_STATE])
+        except (APIError, NotFound):
+            return None
+        return res.output.decode(errors="replace") if res.exit_code == 0 else None
+
+
 @dataclass
 class Observer:
-    brokers: dict[int, Broker]
+    nodes: NodeProbe
     expected_brokers: int
     bootstrap: Callable[[], str]
+    # Client settings every admin client takes too (security: SASL, SSL).
+    client_config: dict[str, Any] = field(default_factory=dict)
     _admin: AdminClient | None = field(default=None, init=False)
     # One direct client per broker, kept: a fresh client per failed lookup would
     # pay a new connection (and its timeouts) every time a client link is faulted.
@@ -54,7 +113,7 @@ class Observer:
 
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = _new_admin(self.bootstrap(), 5000)
+            self._admin = _new_admin(self.bootstrap(), 5000, self.client_config)
         return self._admin
 
     def close(self) -> None:
@@ -65,9 +124,12 @@ class Observer:
         try:
             return self.admin().list_topics(topic, timeout=timeout_s)
         except KafkaException as first:
-            for j, b in self.brokers.items():
+            for j in self.nodes.ids():
+                address = self.nodes.direct_address(j)
+                if address is None:
+                    continue
                 if j not in self._direct:
-                    self._direct[j] = _new_admin(f"127.0.0.1:{b.client_ports[0]}", 3000)
+                    self._direct[j] = _new_admin(address, 3000, self.client_config)
                 try:
                     return self._direct[j].list_topics(topic, timeout=3)
                 except KafkaException:
@@ -101,14 +163,10 @@ class Observer:
         return False
 
     def _broker_failure(self) -> str | None:
-        for b in self.brokers.values():
-            if b.status() in ("exited", "dead", "removed"):
-                tail = b.container.logs(tail=15).decode(errors="replace").strip().splitlines()
-                last = next(
-                    (ln for ln in reversed(tail) if "ERROR" in ln or "Exception" in ln),
-                    tail[-1] if tail else "(no output)",
-                )
-                return f"broker {b.node_id} exited: {last[:300]}"
+        for j in self.nodes.ids():
+            failure = self.nodes.failure(j)
+            if failure:
+                return failure
         return None
 
     def await_registered(self, timeout_s: float) -> None:
@@ -139,17 +197,12 @@ class Observer:
         highest epoch wins.
         """
         best: tuple[int, int] | None = None
-        for b in self.brokers.values():
-            if b.status() != "running":
+        for j in self.nodes.ids():
+            text = self.nodes.quorum_state(j)
+            if text is None:
                 continue
             try:
-                res = b.container.exec_run(["cat", QUORUM_STATE])
-            except (APIError, NotFound):
-                continue
-            if res.exit_code != 0:
-                continue
-            try:
-                st = json.loads(res.output)
+                st = json.loads(text)
             except ValueError:
                 continue
             leader, epoch = int(st.get("leaderId", -1)), int(st.get("leaderEpoch", -1))

@@ -49,7 +49,7 @@ class StateTimeline:
 
 def state_sample(obs: Observer, topic: str) -> dict[str, Any]:
     """One cluster-state line: brokers up and registered, controller, every partition."""
-    up = [j for j, b in obs.brokers.items() if b.status() == "running"]
+    up = [j for j in obs.nodes.ids() if obs.nodes.running(j)]
     md = obs.metadata(topic, 2)
     parts = {
         str(p): {"leader": s.leader, "isr": sorted(s.isr), "replicas": list(s.replicas)}

@@ -18,7 +18,7 @@ from kafka_trial.cluster.control import PartitionState
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.leftovers import heal_leftovers, remove_leftovers
 from kafka_trial.cluster.naming import LABEL_RUN
-from kafka_trial.cluster.observe import Observer
+from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import log
@@ -100,7 +100,7 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
     try:
         rec = NemesisRecorder(history)
         rec.do("heal-all", {"phase": "finish"}, lambda: {"healed": heal_leftovers(run_id)})
-        observe = Observer({}, spec.cluster.brokers, lambda: lanes[0])
+        observe = Observer(DockerNodes({}), spec.cluster.brokers, lambda: lanes[0])
         if spec.app.present:
             # The instances a SIGKILLed harness left would go on consuming and
             # committing while the output is drained: they end here, unsupervised.

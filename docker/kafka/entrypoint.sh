@@ -67,6 +67,6 @@ fi
 exec java ${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m} ${KAFKA_OPTS:-} \
   -XX:+UseG1GC -Djava.awt.headless=true \
   -Dorg.slf4j.simpleLogger.showDateTime=true \
-  -Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS \
+  "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS" \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=info \
   -cp "$cp" kafka.Kafka "$conf"

@@ -22,6 +22,7 @@ from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES, NEED_WORDS,
 from kafka_trial.checkers.claims import CLAIMS, Claim
 from kafka_trial.checkers.results import AnomalyResult, Results
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.nemesis.catalog import MARK_OPS
 from kafka_trial.nemesis.effects import effect
 from kafka_trial.report import charts
 from kafka_trial.report import svg_plots as sp
@@ -485,7 +486,8 @@ def _fault_effects(inp: Inputs) -> str:
     records it (the nemesis package's own reading, nemesis/effects.py)."""
     rows = []
     for o in (inp.data or {}).get("nemesis", []):
-        if o.get("type") not in ("ok", "info"):
+        # A mark is the user's word, not a fault: the timeline shows its text.
+        if o.get("type") not in ("ok", "info") or o.get("f") in MARK_OPS:
             continue
         said = effect(o.get("f") or "", o["type"], o.get("value"), o.get("error"))
         if said:
@@ -544,6 +546,19 @@ def _cluster(axis: sp.Axis, markers: list[Marker]) -> list[tuple[float, str]]:
     return [(t, f"{n} {_wtag(lo, hi)}") for t, n, lo, hi in out]
 
 
+def _marks(data: dict[str, Any] | None) -> list[tuple[float, str]]:
+    """Outside events the user marked (`kafka-trial mark`), with their text, where the
+    run recorded them: the user's word on what happened, neither fault nor heal."""
+    out = []
+    for o in (data or {}).get("nemesis", []):
+        v = o.get("value")
+        if o.get("type") == "invoke" and o.get("f") in MARK_OPS and isinstance(v, dict):
+            text = str(v.get("text", ""))
+            text = text if len(text) <= 80 else text[:79] + "\u2026"
+            out.append((o["time"] / 1e9, f"mark: {text}"))
+    return out
+
+
 def _clock_note(inp: Inputs) -> str:
     if inp.origin_ns:
         how = (
@@ -567,7 +582,7 @@ def render(inp: Inputs) -> str:
     bands = [f.band for f in fs]
     fs_seen = {r["f"] for r in (data or {}).get("throughput", [])}
     anomalies_html, markers = anomalies_section(inp, fs, axis.t1)
-    timeline = [sp.fault_strip(axis, bands, _cluster(axis, markers))]
+    timeline = [sp.fault_strip(axis, bands, _cluster(axis, markers) + _marks(data))]
     if data is not None:
         timeline += [
             charts.throughput(data, axis, bands),

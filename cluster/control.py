@@ -40,6 +40,9 @@ class PartitionState:
 
 
 class ClusterControl(Protocol):
+    """A fault verb returns None, or (cluster.kind ssh) what it read back on the node:
+    the faults record that in their completions. One that did not take effect raises."""
+
     @property
     def node_ids(self) -> list[int]: ...
 
@@ -56,15 +59,15 @@ class ClusterControl(Protocol):
     def await_in_sync(self, topic: str, timeout_s: float) -> bool: ...
 
     # processes
-    def kill_node(self, node: int) -> None: ...
+    def kill_node(self, node: int) -> dict[str, Any] | None: ...
 
-    def stop_node(self, node: int) -> None: ...
+    def stop_node(self, node: int) -> dict[str, Any] | None: ...
 
     def start_node(self, node: int) -> str | None:
         """Start a stopped broker, or resume a paused one: None, or the freezer file
         it thawed when the engine could not unpause it (cluster/freezer.py)."""
 
-    def pause_node(self, node: int) -> None: ...
+    def pause_node(self, node: int) -> dict[str, Any] | None: ...
 
     def resume_node(self, node: int) -> str | None:
         """Resume a paused broker; what it returns is as for start_node."""
@@ -101,7 +104,7 @@ class ClusterControl(Protocol):
         `paths`), or `error` for a node it could not crash; the crashed stay down."""
         ...
 
-    def fill_disk(self, node: int) -> None:
+    def fill_disk(self, node: int) -> dict[str, Any] | None:
         """Every write to the node's data directory fails with ENOSPC from now on."""
         ...
 
@@ -111,7 +114,9 @@ class ClusterControl(Protocol):
         ...
 
     # links
-    def cut(self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = ...) -> None:
+    def cut(
+        self, link: LinkId, mode: CutMode = "drop", streams: tuple[Stream, ...] = ...
+    ) -> dict[str, Any] | None:
         """Drop (black hole) or reject what flows on a link; `streams` narrows a drop
         to one direction: upstream is what src sends, downstream what dst answers."""
         ...
@@ -120,7 +125,7 @@ class ClusterControl(Protocol):
         """Undo `cut` only: toxics other faults put on the link stay."""
         ...
 
-    def add_toxic(self, link: LinkId, toxic: Toxic) -> None: ...
+    def add_toxic(self, link: LinkId, toxic: Toxic) -> dict[str, Any] | None: ...
 
     def remove_toxic(self, link: LinkId, name: str) -> None: ...
 

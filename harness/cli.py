@@ -82,7 +82,33 @@ def _overrides(a: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
         except yaml.YAMLError:
             value = raw
         put(key.strip(), value, f"--set {key.strip()}")
+    _cluster_elsewhere(a, o, put)
     return o, typed
+
+
+def _cluster_elsewhere(a: argparse.Namespace, o: dict[str, Any], put: Any) -> None:
+    """--inventory and --bootstrap: a cluster kafka-trial did not build, its size read
+    from the inventory, or asked of the address (which must answer, before anything)."""
+    inventory, bootstrap = getattr(a, "inventory", None), getattr(a, "bootstrap", None)
+    if inventory and bootstrap:
+        raise TrialError("--inventory and --bootstrap both name the cluster", "give one of them")
+    if getattr(a, "keep_topics", False):
+        put("cluster.keep_topics", True, "--keep-topics")
+    if inventory:
+        from kafka_trial.cluster.inventory import load_inventory
+
+        inv = load_inventory(inventory)
+        put("cluster.kind", "ssh", "--inventory")
+        put("cluster.inventory", str(Path(inventory).resolve()), "--inventory")
+        put("cluster.brokers", len(inv.nodes), "--inventory")
+    elif bootstrap:
+        from kafka_trial.cluster.bootstrap_cluster import answering_brokers
+        from kafka_trial.cluster.settings import ClientSpec
+
+        client = ClientSpec.model_validate(o.get("client", {})).librdkafka()
+        put("cluster.kind", "bootstrap", "--bootstrap")
+        put("cluster.bootstrap", bootstrap, "--bootstrap")
+        put("cluster.brokers", len(answering_brokers(bootstrap, client)), "--bootstrap")
 
 
 def _load_spec(a: argparse.Namespace) -> Any:
@@ -265,10 +291,99 @@ def _cmd_presets(a: argparse.Namespace) -> int:
     return 0
 
 
+_RUN_DIR_FIX = "pass a run directory `kafka-trial run` wrote (runs/latest is the newest)"
+
+
+def _run_dir_json(run_dir: Path, name: str) -> Any:
+    p = run_dir / name
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise TrialError(f"{p} is missing", _RUN_DIR_FIX) from None
+    except (OSError, ValueError) as e:  # a JSONDecodeError is a ValueError
+        raise TrialError(f"{p} cannot be read: {e}", _RUN_DIR_FIX) from None
+
+
+def _schedule_inputs(a: argparse.Namespace) -> tuple[list[Any], Any, str, dict[str, str] | None]:
+    """RUN_DIR's schedule, nemesis settings and run id, and the --selector labels."""
+    from kafka_trial.harness.spec import read_saved_spec
+
+    run_dir = Path(a.run_dir)
+    if not run_dir.is_dir():
+        raise TrialError(f"{run_dir} is not a directory", _RUN_DIR_FIX)
+    steps = _run_dir_json(run_dir, "schedule.json")
+    keys = {"at_s", "action", "package"}
+    if not isinstance(steps, list) or not all(
+        isinstance(s, dict) and keys <= s.keys() for s in steps
+    ):
+        raise TrialError(f"{run_dir / 'schedule.json'} is not a list of steps", _RUN_DIR_FIX)
+    try:
+        nemesis = read_saved_spec(run_dir).nemesis
+    except (OSError, ValueError) as e:
+        raise TrialError(f"{run_dir / 'spec.json'} cannot be read: {e}", _RUN_DIR_FIX) from None
+    # The cluster's run label, as the Docker kind labels what it starts; a run that
+    # never started a cluster has none, and its directory's name stands in.
+    run_id = run_dir.resolve().name
+    if (run_dir / "cluster.json").is_file():
+        described = _run_dir_json(run_dir, "cluster.json")
+        if isinstance(described, dict) and described.get("run_id"):
+            run_id = str(described["run_id"])
+    selector: dict[str, str] | None = None
+    for item in a.selector or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise TrialError(
+                f"--selector {item!r} is not KEY=VALUE",
+                "write e.g. --selector strimzi.io/kind=Kafka",
+            )
+        selector = (selector or {}) | {key.strip(): value.strip()}
+    return steps, nemesis, run_id, selector
+
+
+def _cmd_schedule(a: argparse.Namespace) -> int:
+    from kafka_trial.nemesis import chaos_mesh
+
+    steps, nemesis, run_id, selector = _schedule_inputs(a)
+    if a.fmt == "json":
+        print(json.dumps(steps, indent=1))
+        return 0
+    if a.fmt == "chaos-mesh-workflow":
+        flow, skipped = chaos_mesh.workflow(steps, nemesis, run_id, a.namespace, selector)
+        docs = [flow]
+    else:
+        docs, skipped = chaos_mesh.resources(steps, nemesis, run_id, a.namespace, selector)
+    # One comment per package left out, however many of its steps: the reason is the same.
+    counts: dict[tuple[str, str], int] = {}
+    for package, reason in skipped:
+        counts[(package, reason)] = counts.get((package, reason), 0) + 1
+    for (package, reason), n in counts.items():
+        print(f"# skipped: {package} ({n} fault step{'s' if n > 1 else ''}): {reason}")
+    if docs:
+        print(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True), end="")
+    return 0
+
+
 def _cmd_heal(a: argparse.Namespace) -> int:
+    if a.inventory:
+        from kafka_trial.cluster.ssh_cluster import heal_inventory
+
+        for line in heal_inventory(a.inventory):
+            print(line)
+        return 0
     from kafka_trial.cluster.leftovers import heal_leftovers
 
     print(heal_leftovers())
+    return 0
+
+
+def _cmd_mark(a: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from kafka_trial.harness.marks import add_mark
+
+    mark = add_mark(Path(a.run_dir), a.text)
+    at = datetime.fromtimestamp(mark["at"]).astimezone().isoformat(timespec="seconds")
+    print(f"marked at {at}: {mark['text']}")
     return 0
 
 
@@ -329,6 +444,22 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
         help="seconds of the fault phase (default 60); too short for one fault is refused",
     )
     p.add_argument("--runs-dir", help="where run directories go (default: runs)")
+    p.add_argument(
+        "--inventory",
+        metavar="NODES_YAML",
+        help="put your own cluster on trial over SSH: its nodes (docs/clusters.md)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        help="observer mode: a cluster known by its address, never faulted (--nemesis none; "
+        "client security with --set client.security.protocol=...)",
+    )
+    p.add_argument(
+        "--keep-topics",
+        action="store_true",
+        help="with --inventory or --bootstrap: keep the run's topics afterwards",
+    )
     _image_flags(p)
     p.add_argument("--partitions", type=int, help="partitions of the run's topic (default 3)")
     p.add_argument("--replication-factor", type=int, help="replicas of each partition (default 3)")
@@ -541,13 +672,55 @@ def _housekeeping_commands(sub: Any) -> None:
         "faults and the shortest --duration in which they all fire.",
     )
     ps.set_defaults(fn=_cmd_presets)
+    sc = sub.add_parser(
+        "schedule",
+        help="print a run's fault schedule as Chaos Mesh resources (docs/kubernetes.md)",
+        description="Turn RUN_DIR/schedule.json into Chaos Mesh resources, one per fault "
+        "step, as multi-document YAML on stdout; each is to be applied at its "
+        "kafka-trial/at-s. Packages with no Chaos Mesh equivalent are listed first as "
+        "`# skipped:` comments. Talks to no cluster.",
+    )
+    sc.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a run directory (runs/latest is the newest)"
+    )
+    sc.add_argument(
+        "--as",
+        dest="fmt",
+        choices=("chaos-mesh", "chaos-mesh-workflow", "json"),
+        default="chaos-mesh",
+        help="chaos-mesh: a resource per fault step (default); chaos-mesh-workflow: one "
+        "Workflow that times them itself; json: schedule.json as it is",
+    )
+    sc.add_argument(
+        "--namespace", default="kafka", help="the brokers' namespace, and the resources' (kafka)"
+    )
+    sc.add_argument(
+        "--selector",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a label of the brokers' pods (repeatable; default strimzi.io/kind=Kafka)",
+    )
+    sc.set_defaults(fn=_cmd_schedule)
     h = sub.add_parser(
         "heal",
         help="heal clusters a crashed run left behind",
         description="Make every link whole and every broker run in clusters that runs "
-        "which died left behind (for `finish`); removes nothing.",
+        "which died left behind (for `finish`); removes nothing. With --inventory, the "
+        "user's nodes over SSH: kafka-trial's iptables chain flushed, its qdisc deleted, "
+        "its disk filler removed, every broker resumed (SIGCONT) and started.",
     )
+    h.add_argument("--inventory", metavar="NODES_YAML", help="heal these nodes over SSH")
     h.set_defaults(fn=_cmd_heal)
+    mk = sub.add_parser(
+        "mark",
+        help="mark an outside event on a running run's timeline",
+        description="Record an event kafka-trial did not cause (a rolling upgrade, a "
+        "maintenance window, another chaos tool) in the history of a run that is going, "
+        "as a nemesis op `mark` with TEXT and the time now; the report draws it.",
+    )
+    mk.add_argument("run_dir", metavar="RUN_DIR", help="the running run's directory")
+    mk.add_argument("text", metavar="TEXT", help="what happened, in 500 characters or fewer")
+    mk.set_defaults(fn=_cmd_mark)
     c = sub.add_parser(
         "cleanup",
         help="remove what crashed runs left behind",

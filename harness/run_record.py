@@ -35,6 +35,9 @@ class RunRecord:
     # The application on trial (app.command or app.image): its starts, exits by whom,
     # crash loops and catch-up (AppWorkload.summary); written whatever ended the run.
     app: dict[str, Any] | None = None
+    # docker, ssh (the user's nodes) or bootstrap (observer mode); run.json names the
+    # kind only when it is not docker, so a Docker run's file is as it always was.
+    cluster_kind: str = "docker"
 
     @property
     def send_ops(self) -> int:
@@ -49,6 +52,8 @@ class RunRecord:
             "cluster_run_id": self.cluster_run_id,
             "warm_cluster": self.warm_cluster,
         }
+        if self.cluster_kind != "docker":
+            out["cluster_kind"] = self.cluster_kind
         if self.drain_summary is not None:
             out.update(self.drain_summary)
         if self.faults is not None:

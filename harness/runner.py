@@ -25,11 +25,14 @@ from typing import Any
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.images import ensure_images
+from kafka_trial.cluster.kinds import ElsewhereCluster
+from kafka_trial.cluster.ssh_cluster import SshCluster
 from kafka_trial.cluster.timeline import StateTimeline
 from kafka_trial.contracts.errors import RunAborted, TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import activity, guarded, log, status
 from kafka_trial.harness.engine_watch import EngineWatch
+from kafka_trial.harness.marks import MarkWatcher
 from kafka_trial.harness.run_record import RunRecord
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster
@@ -41,6 +44,9 @@ from kafka_trial.workloads.app import AppPlacement
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
 from kafka_trial.workloads.session import WorkloadSession
+
+# The Docker kind's cluster, or one kafka-trial did not build (ssh, bootstrap).
+AnyCluster = Cluster | ElsewhereCluster
 
 
 class Interrupted(KeyboardInterrupt):
@@ -177,7 +183,7 @@ class _Run:
     started) runs before the run's try: what fails there leaves no run.json."""
 
     spec: RunSpec  # on a warm cluster, with the fresh topic name
-    cluster: Cluster
+    cluster: AnyCluster
     client_run_id: str
     record: RunRecord
     steps: list[Step]
@@ -214,6 +220,9 @@ class _Run:
 
     def _set_up(self, spec: RunSpec) -> None:
         (self.run_dir / "spec.json").write_text(spec.to_json())
+        if spec.cluster.kind != "docker":
+            self._set_up_elsewhere(spec)
+            return
         client = ensure_engine()
         if spec.app.image is not None:
             # Before any build or cluster: a missing image is a one-line refusal.
@@ -245,6 +254,26 @@ class _Run:
             warm_cluster=reused,
         )
 
+    def _set_up_elsewhere(self, spec: RunSpec) -> None:
+        """A cluster kafka-trial did not build: the run's topics get names of its own
+        (a user's cluster holds other topics, and earlier runs' ones)."""
+        from kafka_trial.cluster.kinds import open_elsewhere
+
+        cluster = open_elsewhere(spec.cluster, spec.client.librdkafka())
+        self.warm = None  # a campaign's warm cluster is a Docker kind's; this is not one
+        name = f"{spec.topic.name}-{cluster.run_id}"
+        spec = spec.model_copy(update={"topic": spec.topic.model_copy(update={"name": name})})
+        (self.run_dir / "spec.json").write_text(spec.to_json())
+        self.spec, self.cluster, self.client_run_id = spec, cluster, cluster.run_id
+        self.record = RunRecord(
+            kafka_version="unknown",
+            kafka_image="",
+            toxiproxy_image="",
+            cluster_run_id=cluster.run_id,
+            warm_cluster=False,
+            cluster_kind=spec.cluster.kind,
+        )
+
     def _write_schedule(self) -> None:
         spec = self.spec
         self.steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
@@ -261,6 +290,7 @@ class _Run:
             run_id=self.client_run_id,
             logger=_client_logger(self.run_dir),
             run_dir=self.run_dir,
+            extra_config=spec.client.librdkafka(),
         )
         planned = plan_workloads(
             spec.topic,
@@ -283,10 +313,11 @@ class _Run:
         spec, cluster = self.spec, self.cluster
         with self._phase("cluster_ready"):
             if not self.record.warm_cluster:
-                with activity(f"starting {spec.cluster.brokers} brokers and their proxies"):
+                with activity(_starting(spec)):
                     cluster.start()
                 if self.warm is not None:
                     self.warm.note_started()
+            self._check_elsewhere()
             # What `kafka-trial finish` needs to find this cluster if the run is killed.
             described = {**cluster.describe(), "client_run_id": self.client_run_id}
             (self.run_dir / "cluster.json").write_text(json.dumps(described, indent=1))
@@ -314,6 +345,18 @@ class _Run:
                 cluster.clock_probe.ensure()
         log(f"cluster ready: {cluster.bootstrap}")
         self.watch.start()
+
+    def _check_elsewhere(self) -> None:
+        """On the user's nodes, before any fault: what they cannot make, refused; and
+        the version their brokers run, recorded."""
+        cluster = self.cluster
+        if isinstance(cluster, SshCluster):
+            faults = set(self.spec.nemesis.faults)
+            toxic = self.spec.nemesis.degrade.type
+            cluster.refuse_unmakeable(
+                toxic if {"degrade", "slow-follower"} & faults else None, "clock" in faults
+            )
+            self.record.kafka_version = cluster.kafka_version() or "unknown"
 
     def load(self) -> None:
         """The clients' load through the fault phase and the quiet spell after it."""
@@ -356,10 +399,12 @@ class _Run:
             self.run_dir / "cluster-state.jsonl",
             self.sampling,
         )
-        self.observers.append(
-            threading.Thread(target=guarded(timeline.run), name="state-timeline", daemon=True)
-        )
-        self.observers[-1].start()
+        # Outside events the user marks (`kafka-trial mark`), through the nemesis's own
+        # recorder: a mark waits for the fault op in progress, never interleaves with it.
+        marks = MarkWatcher(self.run_dir, self.faults.rec, self.sampling)
+        for target, name in ((timeline.run, "state-timeline"), (marks.run, "marks")):
+            self.observers.append(threading.Thread(target=guarded(target), name=name, daemon=True))
+            self.observers[-1].start()
 
     def final_heal(self) -> None:
         with self._phase("final_heal"):
@@ -437,7 +482,16 @@ class _Run:
         )
 
 
-def _app_placement(cluster: Cluster, spec: RunSpec) -> AppPlacement:
+def _starting(spec: RunSpec) -> str:
+    kind = spec.cluster.kind
+    if kind == "ssh":
+        return f"checking the {spec.cluster.brokers} nodes over SSH"
+    if kind == "bootstrap":
+        return f"asking {spec.cluster.bootstrap} for its brokers"
+    return f"starting {spec.cluster.brokers} brokers and their proxies"
+
+
+def _app_placement(cluster: AnyCluster, spec: RunSpec) -> AppPlacement:
     """What the app's instances need of the cluster: its lanes (app-partition), and
     for an image, the call that starts a container on it."""
     containers = None
@@ -498,13 +552,20 @@ def _fault_label(package: str, results: tuple[dict[str, Any] | None, ...]) -> st
 
 
 def _releaser(
-    cluster: Cluster, warm: WarmCluster | None, topics: list[str], keep: bool
+    cluster: AnyCluster, warm: WarmCluster | None, topics: list[str], keep: bool
 ) -> Callable[[bool], str]:
     """What the end of a run does with its cluster: remove it, or hand it back warm
     (only if the teardown heal worked too) without the run's topics. Returns what it
     did, for the log."""
 
     def release(healed: bool) -> str:
+        if cluster.spec.kind != "docker":
+            # The user's cluster stays; what the run added to it goes, unless kept.
+            if topics and not cluster.spec.keep_topics:
+                cluster.delete_topics(topics)
+            cluster.teardown()
+            kept = "kept" if cluster.spec.keep_topics else "deleted"
+            return f"the run's topics {', '.join(topics) or '(none)'} {kept}"
         if warm is None:
             cluster.teardown()
             return "cluster removed"
@@ -520,7 +581,7 @@ def _releaser(
 
 
 def _finish(
-    cluster: Cluster,
+    cluster: AnyCluster,
     history: HistoryWriter,
     rec: NemesisRecorder,
     run_dir: Path,

@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 from kafka_trial.checkers.settings import CheckSpec
-from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
+from kafka_trial.cluster.settings import ClientSpec, ClusterSpec, TopicSpec
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.settings import Frozen
-from kafka_trial.nemesis.catalog import PACKAGES
+from kafka_trial.nemesis.catalog import PACKAGES, kind_refusal, toxic_refusal
 from kafka_trial.nemesis.schedule import min_duration_s
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.workloads.settings import (
@@ -36,6 +36,7 @@ class RunSpec(Frozen):
     duration_s: float = Field(60.0, gt=0, description="length of the fault phase")
     runs_dir: str = "runs"
     cluster: ClusterSpec = ClusterSpec()
+    client: ClientSpec = ClientSpec()
     topic: TopicSpec = TopicSpec()
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
@@ -93,6 +94,33 @@ class RunSpec(Frozen):
         return self
 
     @model_validator(mode="after")
+    def _kind_can_make_the_faults(self) -> RunSpec:
+        kind = self.cluster.kind
+        refused = {f: kind_refusal(f, kind) for f in self.nemesis.faults}
+        refused = {f: why for f, why in refused.items() if why}
+        if refused:
+            first, why = next(iter(refused.items()))
+            raise ValueError(
+                f"nemesis.faults {', '.join(refused)} cannot act on cluster.kind {kind} "
+                f"({first}: {why}); leave them out (--nemesis none runs no fault)"
+            )
+        uses_toxic = {"degrade", "slow-follower"} & set(self.nemesis.faults)
+        why_not = toxic_refusal(self.nemesis.degrade.type, kind) if uses_toxic else None
+        if why_not:
+            raise ValueError(f"nemesis.degrade.type {self.nemesis.degrade.type}: {why_not}")
+        if kind == "ssh" and "clock" in self.nemesis.faults and self.nemesis.clock.strobe_ms:
+            raise ValueError(
+                "nemesis.clock.strobe_ms needs the Docker kind's libfaketime; on cluster.kind "
+                "ssh a clock fault is a bump (strobe_ms: 0)"
+            )
+        if kind != "docker" and self.app.image is not None:
+            raise ValueError(
+                f"app.image runs on the Docker kind's network; on cluster.kind {kind} give "
+                "the app as a command (--app-command)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fits_cluster(self) -> RunSpec:
         if self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(
@@ -104,8 +132,9 @@ class RunSpec(Frozen):
                 f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                 f"topic.replication_factor={self.topic.replication_factor}"
             )
+        docker = self.cluster.kind == "docker"
         on_writeback = [f for f in self.nemesis.faults if PACKAGES[f].storage == "writeback"]
-        if on_writeback and self.cluster.storage != "writeback":
+        if docker and on_writeback and self.cluster.storage != "writeback":
             # Plain volumes keep what a killed broker wrote: the fault would do nothing.
             raise ValueError(
                 f"nemesis.faults {', '.join(on_writeback)} act on the brokers' write-back "
@@ -113,7 +142,7 @@ class RunSpec(Frozen):
                 "writeback"
             )
         on_faketime = [f for f in self.nemesis.faults if PACKAGES[f].clock == "faketime"]
-        if on_faketime and self.cluster.clock != "faketime":
+        if docker and on_faketime and self.cluster.clock != "faketime":
             raise ValueError(
                 f"nemesis.faults {', '.join(on_faketime)} act on the brokers' clocks, which "
                 "cluster.clock=real leaves to the host; set cluster.clock: faketime"

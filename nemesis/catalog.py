@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafka_trial.cluster.netfaults import PACKET_TOXICS, STREAM_TOXICS
+
 
 @dataclass(frozen=True)
 class PackageInfo:
@@ -142,6 +144,29 @@ PACKAGES: dict[str, PackageInfo] = {p.name: p for p in _INFOS}
 # The packages that act on the application on trial: a run without one cannot use them.
 APP_PACKAGES = frozenset(p for p in PACKAGES if p.startswith("app-"))
 
+# What a cluster kafka-trial did not build cannot have done to it: the Docker kind's
+# own machinery (kt-lazyfs, its volumes, its proxies) makes these, and nothing on a
+# user's node or behind a bare address stands in for it.
+DOCKER_ONLY: dict[str, str] = {
+    "power-loss": "needs the write-back filesystem (kt-lazyfs) under the data directory",
+    "last-replica-power-loss": "needs the write-back filesystem (kt-lazyfs)",
+    "wipe": "re-formats the broker's storage with the Docker kind's cluster id",
+    "corrupt": "edits a stopped broker's segment in its Docker volume",
+    "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
+}
+# Faults on the harness's own processes: any kind, an observed cluster's too.
+HARNESS_SIDE = frozenset({"client-pause", "app-kill", "app-pause", "app-restart"})
+
+
+def kind_refusal(package: str, kind: str) -> str | None:
+    """Why a cluster of `kind` cannot have `package` done to it, or None if it can."""
+    if kind == "docker" or package in HARNESS_SIDE:
+        return None
+    if kind == "bootstrap":
+        return "kafka-trial only observes a cluster of this kind and faults nothing of it"
+    return DOCKER_ONLY.get(package)
+
+
 ROLES = (
     "random",
     "leader",
@@ -165,6 +190,17 @@ TOPOLOGIES = (
 )
 
 TOXICS = ("latency", "bandwidth", "slicer", "reset_peer", "limit_data", "slow_close", "timeout")
+
+
+def toxic_refusal(toxic: str, kind: str) -> str | None:
+    """Why `degrade`'s toxic cannot be made on a cluster of `kind`, or None: packet
+    faults only a node's kernel makes, and Toxiproxy's stream toxics no kernel stands
+    in for (cluster/netfaults.py owns both lists)."""
+    if kind == "docker" and toxic in PACKET_TOXICS:
+        return f"{toxic} acts on packets, and Toxiproxy works on TCP streams; use cluster.kind ssh"
+    if kind == "ssh" and toxic in STREAM_TOXICS:
+        return f"{toxic} is a Toxiproxy stream toxic, which a node's kernel cannot make"
+    return None
 
 
 def markdown_table() -> str:
@@ -214,11 +250,14 @@ HEAL_OPS = frozenset(
     }
 )
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
+# Outside events the user marked during the run (`kafka-trial mark`, harness/marks.py):
+# what they did to the cluster is not known, so they count as neither fault nor heal.
+MARK_OPS = frozenset({"mark"})
 
 
 def is_fault(f: str) -> bool:
     """A recorded op that hurts the cluster (an unknown f counts: better drawn than hidden)."""
-    return f not in HEAL_OPS and f not in WAIT_OPS
+    return f not in HEAL_OPS and f not in WAIT_OPS and f not in MARK_OPS
 
 
 def heals(fault: str, heal: str) -> bool:

@@ -67,6 +67,10 @@ def _app_healed(i: str, x: Any) -> str:
     return f"app instance {i} resumed, state {x.get('state')}"
 
 
+def _seen(x: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in x.items())
+
+
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
@@ -92,6 +96,14 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
         ]
     if isinstance(v.get("resumed"), dict):
         parts += [f"client pid {pid} resumed, state {st}" for pid, st in v["resumed"].items()]
+    if isinstance(v.get("seen"), dict):
+        # What a fault on a user's node read back there (cluster.kind ssh).
+        parts += [
+            f"{where}: {_seen(x)}"
+            for where, found in sorted(v["seen"].items())
+            for x in found
+            if isinstance(x, dict)
+        ]
     if f.startswith("app-") and "instance" in v:
         parts.append(_app(f, v))
     if isinstance(v.get("apps"), dict):

@@ -35,6 +35,13 @@ def _aimed(role: str, topic: str, partition: int) -> dict[str, Any]:
     return {"target": role, "topic": topic, "partition": partition}
 
 
+def _note(seen: dict[str, Any], key: object, found: object) -> None:
+    """What a verb read back on the node it acted on (cluster.kind ssh: the pid and
+    its state, the rules in the chain); the Docker kind's verbs return None."""
+    if isinstance(found, dict):
+        seen.setdefault(str(key), []).append(found)
+
+
 def _per_broker(f: str, verb: str, brokers: list[int]) -> Heal:
     """A heal op `f` that undoes the fault broker by broker with `verb`."""
     return Heal(
@@ -61,18 +68,20 @@ class ProcessFault:
 
         def act() -> Done:
             targets = resolve(role, ctl, self.topic, self.partition, pick)
+            seen: dict[str, Any] = {}
             for b in targets:
                 if self.kind == "bounce":
-                    ctl.kill_node(b)
+                    _note(seen, b, ctl.kill_node(b))
                     ctl.start_node(b)
                 else:
-                    getattr(ctl, _PROCESS_VERBS[self.kind])(b)
+                    _note(seen, b, getattr(ctl, _PROCESS_VERBS[self.kind])(b))
+            result = {"brokers": targets} | ({"seen": seen} if seen else {})
             if self.kind == "bounce":
-                return Done({"brokers": targets})
+                return Done(result)
             verb = _PROCESS_HEAL[self.kind]
             heal = _per_broker(verb, verb, targets)
             # Nothing hit (a role with no brokers), nothing to heal: no heal op.
-            return Done({"brokers": targets}, heal if targets else None)
+            return Done(result, heal if targets else None)
 
         yield Step(self.kind, _aimed(role, self.topic, self.partition), act)
 
@@ -168,16 +177,17 @@ class DiskFull:
         def act() -> Done:
             targets = resolve(role, ctl, self.topic, self.partition, pick)
             full: list[int] = []
+            seen: dict[str, Any] = {}
             try:
                 for b in targets:
-                    ctl.fill_disk(b)
+                    _note(seen, b, ctl.fill_disk(b))
                     full.append(b)
             except Exception:
                 for b in full:  # nothing half-done stays behind an info op
                     ctl.free_disk(b)
                 raise
             heal = _per_broker("disk-free", "free-disk", full) if full else None
-            return Done({"brokers": full}, heal)
+            return Done({"brokers": full} | ({"seen": seen} if seen else {}), heal)
 
         yield Step("disk-full", _aimed(role, self.topic, self.partition), act)
 
@@ -325,14 +335,16 @@ class PartitionFault:
             )
             mode: CutMode = "drop" if one_way else self.mode
             cuts = topologies.directed_cuts(grudge)
+            seen: dict[str, Any] = {}
             for src, dst, stream in cuts:
                 for kind in ("internal", "controller"):
-                    ctl.cut(LinkId(src, dst, kind), mode, (stream,))  # type: ignore[arg-type]
+                    link = LinkId(src, dst, kind)  # type: ignore[arg-type]
+                    _note(seen, link.label(), ctl.cut(link, mode, (stream,)))  # type: ignore[arg-type]
             result: dict[str, Any] = {
                 "brokers": sorted({n for n, g in grudge.items() if g}),
                 "mode": mode,
                 "grudge": {str(k): sorted(v) for k, v in grudge.items() if v},
-            }
+            } | ({"seen": seen} if seen else {})
             if isolated:
                 result["isolated"] = isolated
             heal = Heal(
@@ -366,15 +378,17 @@ class ClientPartition:
         def act() -> Done:
             targets = resolve(role, ctl, self.topic, self.partition, pick)
             links = [LinkId(None, b, "client", k) for b in targets for k in lanes]
+            seen: dict[str, Any] = {}
             for link in links:
-                ctl.cut(link, self.mode)
+                _note(seen, link.label(), ctl.cut(link, self.mode))
             heal = Heal(
                 "client-heal",
                 {},
                 {"brokers": sorted(targets), "lanes": sorted(lanes)},
                 tuple(Undo("uncut", link=lk) for lk in links),
             )
-            return Done({"brokers": targets, "lanes": lanes}, heal if links else None)
+            result = {"brokers": targets, "lanes": lanes} | ({"seen": seen} if seen else {})
+            return Done(result, heal if links else None)
 
         yield Step(
             "client-partition", {"target": role, "mode": self.mode, "scope": self.scope}, act
@@ -407,8 +421,9 @@ class Degrade:
                 role = self.roles[pick % len(self.roles)]
                 hit = resolve(role, ctl, self.topic, self.partition, pick)
                 links = [LinkId(None, b, "client") for b in hit]
+            seen: dict[str, Any] = {}
             for link in links:
-                ctl.add_toxic(link, self.toxic)
+                _note(seen, link.label(), ctl.add_toxic(link, self.toxic))
             heal = Heal(
                 "restore",
                 {"toxic": self.toxic.type},
@@ -416,7 +431,7 @@ class Degrade:
                 tuple(Undo("remove-toxic", link=lk, toxic=self.toxic.name) for lk in links),
             )
             result = {"brokers": hit, "links": [lk.label() for lk in links]}
-            return Done(result, heal if links else None)
+            return Done(result | ({"seen": seen} if seen else {}), heal if links else None)
 
         value = {
             "toxic": self.toxic.type,

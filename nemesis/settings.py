@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from kafka_trial.contracts.settings import Frozen
-from kafka_trial.nemesis.catalog import PACKAGES, ROLES, TOPOLOGIES, TOXICS
+from kafka_trial.nemesis.catalog import PACKAGES, PACKET_TOXICS, ROLES, TOPOLOGIES, TOXICS
 from pydantic import Field, model_validator
 
 TARGET_ROLES = ROLES
@@ -22,8 +22,9 @@ class DegradeSpec(Frozen):
 
     @model_validator(mode="after")
     def _known(self) -> DegradeSpec:
-        if self.type not in TOXICS:
-            raise ValueError(f"unknown toxic {self.type}; choose from {', '.join(TOXICS)}")
+        if self.type not in TOXICS + PACKET_TOXICS:
+            known = ", ".join(TOXICS + PACKET_TOXICS)
+            raise ValueError(f"unknown toxic {self.type}; choose from {known}")
         return self
 
 

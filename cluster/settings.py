@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from kafka_trial.contracts.settings import Frozen
 from pydantic import Field, field_validator, model_validator
@@ -22,17 +22,35 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
 
 
 # A broker in a trial lives for seconds to minutes between kills, on a machine its
-# clients and the analysis share; C2's compiles rarely pay back in that time. A
-# 3-broker `kafka-trial run --preset safe --duration 20` (cluster start, faults,
-# drain) took 31.4 and 34.8 s of the brokers' CPU with C1 only against 52.4 s with
-# the JVM's default, acknowledging 864 and 4,184 values/s against 3,653 (the faults'
-# stalls vary more than that; 2026-11-27, 2 cores). Kafka's behaviour does not change
-# with it, only how fast its code runs.
+# clients and the analysis share; C2's compiles rarely pay back in that time
+# (docs/findings.md, "The brokers' JVM compiles with C1 only"). Kafka's behaviour
+# does not change with it, only how fast its code runs.
 BROKER_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 
 
+# KRaft without ZooKeeper is production-ready from 3.3 (KIP-833); the Docker kind's
+# brokers run only KRaft, so an older version cannot start here at all.
+MIN_KRAFT_VERSION = (3, 3)
+
+
 class ClusterSpec(Frozen):
-    brokers: int = Field(3, ge=3, le=7)
+    kind: Literal["docker", "ssh", "bootstrap"] = Field(
+        "docker",
+        description="docker: a cluster kafka-trial builds; ssh: the user's nodes, from an "
+        "inventory (--inventory); bootstrap: observer mode, only an address (--bootstrap)",
+    )
+    inventory: str | None = Field(None, description="cluster.kind ssh: the inventory file")
+    bootstrap: str | None = Field(
+        None,
+        pattern=r"^[^,\s]+:\d+(,[^,\s]+:\d+)*$",
+        description="cluster.kind bootstrap: HOST:PORT[,HOST:PORT...]",
+    )
+    keep_topics: bool = Field(
+        False,
+        description="ssh and bootstrap kinds: keep the run's topics (uniquely named) "
+        "instead of deleting them after the run",
+    )
+    brokers: int = Field(3, ge=1, le=7)
     kafka_version: str = Field(
         "4",
         pattern=r"^\d+(\.\d+){0,2}$",
@@ -96,6 +114,34 @@ class ClusterSpec(Frozen):
         return value
 
     @model_validator(mode="after")
+    def _kind_has_what_it_needs(self) -> ClusterSpec:
+        if self.kind == "ssh" and not self.inventory:
+            raise ValueError("cluster.kind ssh needs an inventory; give --inventory nodes.yaml")
+        if self.kind == "bootstrap" and not self.bootstrap:
+            raise ValueError("cluster.kind bootstrap needs an address; give --bootstrap HOST:PORT")
+        if self.kind == "docker" and self.brokers < 3:
+            raise ValueError(f"cluster.brokers={self.brokers}: the Docker kind runs 3 to 7 brokers")
+        if self.kind != "docker":
+            docker_only = {
+                "storage": self.storage != "plain",
+                "clock": self.clock != "real",
+                "client_lanes": self.client_lanes != 1,
+            }
+            wrong = [k for k, v in docker_only.items() if v]
+            if wrong:
+                raise ValueError(
+                    f"cluster.{', cluster.'.join(wrong)} need the Docker kind (its filesystem, "
+                    f"libfaketime or proxies); cluster.kind {self.kind} cannot: leave them unset"
+                )
+        if self.kind == "docker" and _too_old(self.kafka_version):
+            raise ValueError(
+                f"cluster.kafka_version {self.kafka_version} cannot run here: the Docker kind's "
+                f"brokers run KRaft only, production-ready from "
+                f"{'.'.join(map(str, MIN_KRAFT_VERSION))}; choose --kafka-version 3.9 or 4"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _writeback_needs_our_image(self) -> ClusterSpec:
         if self.storage == "writeback" and self.kafka_image:
             raise ValueError(
@@ -108,6 +154,37 @@ class ClusterSpec(Frozen):
                 "carries libfaketime: unset cluster.kafka_image"
             )
         return self
+
+
+def _too_old(version: str) -> bool:
+    parts = tuple(int(x) for x in version.split("."))
+    return parts[: len(MIN_KRAFT_VERSION)] < MIN_KRAFT_VERSION[: len(parts)]
+
+
+class ClientSpec(Frozen):
+    """How the harness's clients authenticate to a cluster that asks them to (SASL,
+    SSL): librdkafka's own keys, nested by their dots (`client.security.protocol`,
+    `client.sasl.mechanism`, `client.ssl.ca.location`). Every client and admin client
+    of the run takes them."""
+
+    security: dict[str, Any] = Field(default_factory=dict)
+    sasl: dict[str, Any] = Field(default_factory=dict)
+    ssl: dict[str, Any] = Field(default_factory=dict)
+
+    def librdkafka(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for top in ("security", "sasl", "ssl"):
+            _flatten(getattr(self, top), top, out)
+        return out
+
+
+def _flatten(tree: dict[str, Any], prefix: str, out: dict[str, str]) -> None:
+    for k, v in tree.items():
+        key = f"{prefix}.{k}"
+        if isinstance(v, dict):
+            _flatten(v, key, out)
+        else:
+            out[key] = str(v).lower() if isinstance(v, bool) else str(v)
 
 
 class TopicSpec(Frozen):

@@ -150,7 +150,7 @@ def test_a_cut_is_rules_on_the_node_the_link_ends_at() -> None:
 def test_the_heal_finds_everything_kafka_trial_adds() -> None:
     heal = netfaults.heal("eth0")
     assert f"-F {netfaults.CHAIN}" in heal and f"-t mangle -F {netfaults.CHAIN}" in heal
-    assert f"handle {netfaults.QDISC_HANDLE}" in heal
+    assert f"{netfaults.QDISC_HANDLE} root" in heal
     for added in (netfaults.rate("eth0", 800), netfaults.netem("eth0", "loss 5%")):
         assert f"root handle {netfaults.QDISC_HANDLE}" in added
 

@@ -7,7 +7,7 @@ compose as false > unknown > true.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from kafka_trial.checkers.anomalies import with_defaults
@@ -68,6 +68,19 @@ def decide(
         "unknown": sorted(unknown),
         "problems": problem_list,
     }
+
+
+def no_fault_problems(faults_asked: Sequence[str], faults_injected: int) -> list[str]:
+    """The problem of a run that asked for faults and injected none (`faults_injected`
+    counts the fault ops that took effect, heals, waits and marks not counted): its
+    verdict is unknown. A VALID verdict would say the settings held under faults they
+    never met."""
+    if not faults_asked or faults_injected:
+        return []
+    return [
+        f"no fault was injected: the run asked for {', '.join(faults_asked)}, "
+        "and no fault op took effect; rerun with a longer --duration or another seed"
+    ]
 
 
 def exit_code(valid: Valid) -> int:

@@ -22,13 +22,15 @@ from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import log
-from kafka_trial.harness.spec import read_saved_spec
+from kafka_trial.harness.spec import RunSpec, read_saved_spec
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.workloads.app_groups import kill_leftover_apps
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
 from kafka_trial.workloads.processes import ProcessIds
-from kafka_trial.workloads.session import WorkloadSession
+from kafka_trial.workloads.session import SessionSummary, WorkloadSession
+
+import docker
 
 REASON = "the run was cut off before this op completed (completed by kafka-trial finish)"
 
@@ -63,25 +65,14 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
     spec = read_saved_spec(run_dir)
     history_path = run_dir / "history.jsonl"
     run_json = run_dir / "run.json"
-    info: dict[str, Any] = json.loads(run_json.read_text()) if run_json.is_file() else {}
-    if "drain" in info:
-        raise TrialError(
-            f"{run_dir} already has its final drain",
-            f"nothing to finish: kafka-trial analyze {run_dir}",
-        )
+    info = _unfinished_run_info(run_dir, run_json)
     described = _read_json(
         run_dir / "cluster.json",
         "the run stopped before its cluster started, so nothing was written",
         "rerun it",
     )
     run_id = described["run_id"]
-    client = ensure_engine()
-    if not client.containers.list(all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}):
-        raise TrialError(
-            f"the cluster of {run_dir.name} (run {run_id}) is gone (`cleanup`, or the start of "
-            "a later run, removes the clusters of dead runs)",
-            "finish needs the run's own brokers; rerun the campaign instead",
-        )
+    client = _engine_with_cluster_of(run_dir, run_id)
     history = HistoryWriter(history_path, resume=True)
     point = history.resumed
     assert point is not None
@@ -98,32 +89,7 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
     _acked_offsets(ctx, history_path)
     finished = False
     try:
-        rec = NemesisRecorder(history)
-        rec.do("heal-all", {"phase": "finish"}, lambda: {"healed": heal_leftovers(run_id)})
-        observe = Observer(DockerNodes({}), spec.cluster.brokers, lambda: lanes[0])
-        if spec.app.present:
-            # The instances a SIGKILLed harness left would go on consuming and
-            # committing while the output is drained: they end here, unsupervised.
-            killed = kill_leftover_apps()
-            if spec.app.image is not None:
-                from kafka_trial.cluster.app_containers import remove_app_containers
-
-                killed += remove_app_containers(client, run_id)
-            if killed:
-                log(f"ended {killed} app instances (and sidecars) the cut-off run left")
-        session = WorkloadSession(
-            plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier, spec.app), ctx
-        )
-        for topic in session.topics():
-            if not observe.await_in_sync(topic.name, spec.cluster.startup_timeout_s):
-                states: dict[int, PartitionState] = {}
-                try:
-                    states = observe.partitions(topic.name)
-                except Exception as e:  # the message below is what matters
-                    log(f"metadata of {topic.name}: {e}")
-                log(f"{topic.name} is not fully in sync after the heal ({states}); draining anyway")
-        log("final drain")
-        summary = session.finish(spec.drain)
+        summary = _final_phase(spec, ctx, client, run_id, lanes)
         finished = True
     finally:
         history.close()
@@ -139,3 +105,67 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
     }
     run_json.write_text(json.dumps(info, indent=2, default=str))
     return info
+
+
+def _unfinished_run_info(run_dir: Path, run_json: Path) -> dict[str, Any]:
+    """run.json's keys so far (none if the run wrote none), of a run without its drain."""
+    info: dict[str, Any] = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    if "drain" in info:
+        raise TrialError(
+            f"{run_dir} already has its final drain",
+            f"nothing to finish: kafka-trial analyze {run_dir}",
+        )
+    return info
+
+
+def _engine_with_cluster_of(run_dir: Path, run_id: str) -> docker.DockerClient:
+    client = ensure_engine()
+    if not client.containers.list(all=True, filters={"label": [f"{LABEL_RUN}={run_id}"]}):
+        raise TrialError(
+            f"the cluster of {run_dir.name} (run {run_id}) is gone (`cleanup`, or the start of "
+            "a later run, removes the clusters of dead runs)",
+            "finish needs the run's own brokers; rerun the campaign instead",
+        )
+    return client
+
+
+def _final_phase(
+    spec: RunSpec, ctx: ClientContext, client: docker.DockerClient, run_id: str, lanes: list[str]
+) -> SessionSummary:
+    """The heal, then each workload's final phase and the drain, into the history."""
+    rec = NemesisRecorder(ctx.history)
+    rec.do("heal-all", {"phase": "finish"}, lambda: {"healed": heal_leftovers(run_id)})
+    observe = Observer(DockerNodes({}), spec.cluster.brokers, lambda: lanes[0])
+    if spec.app.present:
+        _end_leftover_apps(client, run_id, spec.app.image is not None)
+    session = WorkloadSession(
+        plan_workloads(spec.topic, spec.producer, spec.consumer, spec.copier, spec.app), ctx
+    )
+    for topic in session.topics():
+        _await_in_sync(observe, topic.name, spec.cluster.startup_timeout_s)
+    log("final drain")
+    return session.finish(spec.drain)
+
+
+def _end_leftover_apps(client: docker.DockerClient, run_id: str, image: bool) -> None:
+    # The instances a SIGKILLed harness left would go on consuming and
+    # committing while the output is drained: they end here, unsupervised.
+    killed = kill_leftover_apps()
+    if image:
+        from kafka_trial.cluster.app_containers import remove_app_containers
+
+        killed += remove_app_containers(client, run_id)
+    if killed:
+        log(f"ended {killed} app instances (and sidecars) the cut-off run left")
+
+
+def _await_in_sync(observe: Observer, topic: str, timeout_s: float) -> None:
+    """Wait for the topic's replicas; one still out of sync is logged, and drained anyway."""
+    if observe.await_in_sync(topic, timeout_s):
+        return
+    states: dict[int, PartitionState] = {}
+    try:
+        states = observe.partitions(topic)
+    except Exception as e:  # the message below is what matters
+        log(f"metadata of {topic}: {e}")
+    log(f"{topic} is not fully in sync after the heal ({states}); draining anyway")

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,12 @@ from kafka_trial.checkers.results import (
     Stats,
 )
 from kafka_trial.checkers.settings import CheckSpec
-from kafka_trial.checkers.verdict import decide
+from kafka_trial.checkers.verdict import decide, no_fault_problems
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import log, status
 from kafka_trial.nemesis.catalog import is_fault
 from kafka_trial.spark_analysis.checks_cycles import not_searched
-from kafka_trial.spark_analysis.columnar import Prepared, follow, parsed_rows, prepare
+from kafka_trial.spark_analysis.columnar import ParsedRows, Prepared, follow, parsed_rows, prepare
 from kafka_trial.spark_analysis.history_frames import Frames, load
 from kafka_trial.spark_analysis.history_parse import line_is_damaged
 from kafka_trial.spark_analysis.queue_checks import run_checks, stats
@@ -348,25 +348,12 @@ def _judge(
     # (kafka-trial finish appends its drain) would be judged from the stale cache.
     spark.catalog.clearCache()
     t_session = time.monotonic() - t0
-    local = spark.sparkContext.master.startswith("local")
-    cores = spark.sparkContext.defaultParallelism
-    one_task = (
-        local and src.local is not None and src.local.stat().st_size <= one_task_max_bytes(cores)
-    )
-    settings = _ONE_TASK_SQL if one_task else {} if local else cluster_sql(ranges.size(), cores)
+    one_task, settings = _analysis_sql(spark, src, ranges)
     with _sql_settings(spark, settings):
         status("analysis: reading the history")
-        stages: dict[str, float] = {"session": round(t_session, 3)}
-        mark = time.monotonic()
-
-        def stage(name: str) -> None:
-            nonlocal mark
-            now = time.monotonic()
-            stages[name] = round(now - mark, 3)
-            mark = now
-
+        stages = _Stages(t_session)
         prepared = _prepared(preparing)
-        stage("wait_native_parse")
+        stages.done("wait_native_parse")
         use = None if src.local is None else parsed_rows(spark, src.local, prepared)
         fr = load(
             spark,
@@ -376,55 +363,101 @@ def _judge(
             columnar=use is not None and use.from_parquet,
         )
         tail, problems = _history_problems(spark, ranges, tail, fr)
-        stage("frames")
+        stages.done("frames")
         status("analysis: running the checks")
         anomalies = run_checks(fr, not_searched(fr, check.cycles))
-        stage("checks")
+        stages.done("checks")
         st = stats(fr)
         damaged_inside = fr.damaged - (1 if tail == "cut" else 0)
         problems += undecided_findings(fr, anomalies, st, damaged_inside, check.allowed)
-        st["faults_injected"] = sum(n for f, n in st["nemesis_done"].items() if is_fault(f))
-        if check.faults_asked and not st["faults_injected"]:
-            # A VALID verdict would say the settings held under faults they never met.
-            problems.append(
-                f"no fault was injected: the run asked for {', '.join(check.faults_asked)}, "
-                "and no fault op took effect; rerun with a longer --duration or another seed"
-            )
-        stage("stats")
+        st["faults_injected"] = _faults_injected(st["nemesis_done"])
+        problems += no_fault_problems(check.faults_asked, st["faults_injected"])
+        stages.done("stats")
         facts = AnalysisFacts(
             spark_master=master,
             session_s=round(t_session, 3),
             session_started=started,
-            cache=use.status if use else "remote",
-            cache_found=use.found if use else "none",
-            parser=use.parser if use else "spark",
-            native_parse_s=round(prepared.seconds, 3) if prepared else 0.0,
-            parsed_during_run=bool(
-                prepared is not None
-                and prepared.followed
-                and use is not None
-                and use.parser == "native"
-            ),
+            **_parse_facts(use, prepared),
             one_task=one_task,
             jit=jit_profile(spark),
             total_s=round(time.monotonic() - t0, 3),
             results_file=str(src.out_dir / "results.json"),
-            stages_s=stages,
+            stages_s=stages.seconds,
         )
         results = _results(src, fr, anomalies, st, problems, check, tail, facts)
-        src.out_dir.mkdir(parents=True, exist_ok=True)
-        if report:
-            status("analysis: aggregating the report's data")
-            data = report_data(spark, fr, src.uri, results.to_dict()["anomalies"])
-            data["history_uri"] = src.uri
-            _write_text(src.out_dir / "report-data.json", json.dumps(data, indent=2, default=str))
-            total = round(time.monotonic() - t0, 3)
-            stage("report_data")
-            results = results.model_copy(
-                update={"analysis": facts.model_copy(update={"total_s": total, "stages_s": stages})}
-            )
-        _write_text(src.out_dir / "results.json", results.to_json())
-        return results
+        return _write_results(spark, src, fr, results, report, t0, stages)
+
+
+def _analysis_sql(
+    spark: SparkSession, src: HistorySource, ranges: ByteRanges
+) -> tuple[bool, dict[str, str]]:
+    """Whether the history is judged in one task, and the SQL settings for it."""
+    local = spark.sparkContext.master.startswith("local")
+    cores = spark.sparkContext.defaultParallelism
+    one_task = (
+        local and src.local is not None and src.local.stat().st_size <= one_task_max_bytes(cores)
+    )
+    settings = _ONE_TASK_SQL if one_task else {} if local else cluster_sql(ranges.size(), cores)
+    return one_task, settings
+
+
+class _Stages:
+    """The seconds of each stage of one analysis (AnalysisFacts.stages_s)."""
+
+    def __init__(self, session_s: float) -> None:
+        self.seconds: dict[str, float] = {"session": round(session_s, 3)}
+        self._mark = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._mark, 3)
+        self._mark = now
+
+
+def _faults_injected(nemesis_done: Mapping[str, int]) -> int:
+    """The nemesis ops that took effect and hurt the cluster: heals, waits and marks
+    are no fault (catalog.is_fault)."""
+    return sum(n for f, n in nemesis_done.items() if is_fault(f))
+
+
+def _parse_facts(use: ParsedRows | None, prepared: Prepared | None) -> dict[str, Any]:
+    """AnalysisFacts' account of who parsed the history and from where."""
+    return {
+        "cache": use.status if use else "remote",
+        "cache_found": use.found if use else "none",
+        "parser": use.parser if use else "spark",
+        "native_parse_s": round(prepared.seconds, 3) if prepared else 0.0,
+        "parsed_during_run": bool(
+            prepared is not None
+            and prepared.followed
+            and use is not None
+            and use.parser == "native"
+        ),
+    }
+
+
+def _write_results(
+    spark: SparkSession,
+    src: HistorySource,
+    fr: Frames,
+    results: Results,
+    report: bool,
+    t0: float,
+    stages: _Stages,
+) -> Results:
+    """results.json, and with `report` report-data.json first (its time counted in)."""
+    src.out_dir.mkdir(parents=True, exist_ok=True)
+    if report:
+        status("analysis: aggregating the report's data")
+        data = report_data(spark, fr, src.uri, results.to_dict()["anomalies"])
+        data["history_uri"] = src.uri
+        _write_text(src.out_dir / "report-data.json", json.dumps(data, indent=2, default=str))
+        total = round(time.monotonic() - t0, 3)
+        stages.done("report_data")
+        facts = results.analysis.model_copy(update={"total_s": total, "stages_s": stages.seconds})
+        results = results.model_copy(update={"analysis": facts})
+    _write_text(src.out_dir / "results.json", results.to_json())
+    return results
 
 
 def _results(

@@ -114,6 +114,21 @@ def _rows_of_line(d: Any, emit: Callable[..., None]) -> None:
     list or a float (`_Float`) where an integer goes, a number where a string goes,
     or an integer beyond int64 fails the whole conversion. What is not emitted, and
     what Arrow would take but Spark would not, is checked here."""
+    op = _op_of_line(d)
+    # The line's own row: the only one with `damaged` (never, here) and `bad_line`.
+    emit(*op, False, None, "op", None, None, None, None, None, None, None, None, None, None, None)
+    _, _, _, process, f = op
+    if process == "nemesis" or f not in _CLIENT_FS:
+        return  # its value is not read (any JSON)
+    value = d.get("value")
+    if type(value) is not list:
+        raise Declined("a client op's value is not a list of micro-ops")
+    for mpos, m in enumerate(value):
+        _rows_of_micro_op(op, mpos, m, emit)
+
+
+def _op_of_line(d: Any) -> tuple[Any, ...]:
+    """The columns every row of the line repeats: index, time, type, process, f."""
     if type(d) is not dict or not d.keys() <= _LINE_KEYS:
         raise Declined("not an op, or a key the format does not have")
     index = d.get("index")
@@ -123,88 +138,103 @@ def _rows_of_line(d: Any, emit: Callable[..., None]) -> None:
         raise Declined("not an op")
     process = _process(d.get("process"))
     _string(d.get("error"))
-    op = (index, d.get("time"), type_, process, f)
-    # The line's own row: the only one with `damaged` (never, here) and `bad_line`.
-    emit(*op, False, None, "op", None, None, None, None, None, None, None, None, None, None, None)
-    if process == "nemesis" or f not in _CLIENT_FS:
-        return  # its value is not read (any JSON)
-    value = d.get("value")
-    if type(value) is not list:
-        raise Declined("a client op's value is not a list of micro-ops")
-    for mpos, m in enumerate(value):
-        if type(m) is not dict:
-            raise Declined("a micro-op that is not an object")
-        name = m.get("op")
-        if name not in _MICRO_NAMES:
-            raise Declined("unknown micro-op")
-        for k in m.keys() - (_SEND_EMITTED if name == "send" else _MICRO_EMITTED):
-            kind = _MICRO_FIELDS.get(k)
-            if kind is None:
-                raise Declined(f"a micro-op key the format does not have: {k}")
-            _check(m[k], kind)
-        micro = (mpos, name, m.get("role"), m.get("outcome"), m.get("client"), m.get("seq"))
-        n = 0
-        if name == "send":
-            emit(
-                *op,
-                None,
-                None,
-                "send",
-                *micro,
-                0,
-                m.get("value"),
-                m.get("topic"),
-                m.get("partition"),
-                m.get("offset"),
-            )
-            n += 1
-        records = m.get("records")
-        if records:
-            for i, r in enumerate(records):
-                # Every record has exactly these four keys (contracts/ops.Record).
-                if type(r) is not dict or len(r) != 4:
-                    raise Declined("a record that is not its four keys")
-                emit(
-                    *op,
-                    None,
-                    None,
-                    "record",
-                    *micro,
-                    i,
-                    r["value"],
-                    r["topic"],
-                    r["partition"],
-                    r["offset"],
-                )
-            n += len(records)
-        for kind, key in (("offset", "offsets"), ("end", "at_end")):
-            offsets = m.get(key)
-            if offsets:
-                for i, o in enumerate(offsets):
-                    if type(o) is not dict or len(o) != 3:
-                        raise Declined("an offset that is not its three keys")
-                    emit(
-                        *op,
-                        None,
-                        None,
-                        kind,
-                        *micro,
-                        i,
-                        None,
-                        o["topic"],
-                        o["partition"],
-                        o["offset"],
-                    )
-                n += len(offsets)
-        parts = m.get("partitions")
-        if parts:
-            if None in parts:
-                raise Declined("a null partition")
-            for i, p in enumerate(parts):
-                emit(*op, None, None, "partition", *micro, i, None, None, p, None)
-            n += len(parts)
-        if not n:
-            emit(*op, None, None, "micro", *micro, 0, None, None, None, None)
+    return (index, d.get("time"), type_, process, f)
+
+
+def _micro_op_name(m: Any) -> str:
+    """The name of a micro-op whose keys are all known and whose fields that are not
+    emitted are of their kind."""
+    if type(m) is not dict:
+        raise Declined("a micro-op that is not an object")
+    name = m.get("op")
+    if name not in _MICRO_NAMES:
+        raise Declined("unknown micro-op")
+    for k in m.keys() - (_SEND_EMITTED if name == "send" else _MICRO_EMITTED):
+        kind = _MICRO_FIELDS.get(k)
+        if kind is None:
+            raise Declined(f"a micro-op key the format does not have: {k}")
+        _check(m[k], kind)
+    return name
+
+
+def _rows_of_micro_op(op: tuple[Any, ...], mpos: int, m: Any, emit: Callable[..., None]) -> None:
+    """A row per send, record, offset and partition of the micro-op, or one `micro`
+    row if it has none."""
+    name = _micro_op_name(m)
+    micro = (mpos, name, m.get("role"), m.get("outcome"), m.get("client"), m.get("seq"))
+    n = 0
+    if name == "send":
+        emit(
+            *op,
+            None,
+            None,
+            "send",
+            *micro,
+            0,
+            m.get("value"),
+            m.get("topic"),
+            m.get("partition"),
+            m.get("offset"),
+        )
+        n += 1
+    records = m.get("records")
+    if records:
+        n += _record_rows(op, micro, records, emit)
+    for kind, key in (("offset", "offsets"), ("end", "at_end")):
+        offsets = m.get(key)
+        if offsets:
+            n += _offset_rows(op, micro, kind, offsets, emit)
+    parts = m.get("partitions")
+    if parts:
+        n += _partition_rows(op, micro, parts, emit)
+    if not n:
+        emit(*op, None, None, "micro", *micro, 0, None, None, None, None)
+
+
+def _record_rows(
+    op: tuple[Any, ...], micro: tuple[Any, ...], records: list[Any], emit: Callable[..., None]
+) -> int:
+    for i, r in enumerate(records):
+        # Every record has exactly these four keys (contracts/ops.Record).
+        if type(r) is not dict or len(r) != 4:
+            raise Declined("a record that is not its four keys")
+        emit(
+            *op,
+            None,
+            None,
+            "record",
+            *micro,
+            i,
+            r["value"],
+            r["topic"],
+            r["partition"],
+            r["offset"],
+        )
+    return len(records)
+
+
+def _offset_rows(
+    op: tuple[Any, ...],
+    micro: tuple[Any, ...],
+    kind: str,
+    offsets: list[Any],
+    emit: Callable[..., None],
+) -> int:
+    for i, o in enumerate(offsets):
+        if type(o) is not dict or len(o) != 3:
+            raise Declined("an offset that is not its three keys")
+        emit(*op, None, None, kind, *micro, i, None, o["topic"], o["partition"], o["offset"])
+    return len(offsets)
+
+
+def _partition_rows(
+    op: tuple[Any, ...], micro: tuple[Any, ...], parts: list[Any], emit: Callable[..., None]
+) -> int:
+    if None in parts:
+        raise Declined("a null partition")
+    for i, p in enumerate(parts):
+        emit(*op, None, None, "partition", *micro, i, None, None, p, None)
+    return len(parts)
 
 
 def _line_body(raw: bytes) -> str | None:

@@ -233,7 +233,7 @@ _ALL = (
         "committed past",
         needs="copier",
     ),
-    # The application on trial (issue 41): a black box between the run's topic and
+    # The application on trial: a black box between the run's topic and
     # `{topic}-out`, each output record carrying the id of its input (the final
     # phase's output drain, poll micro-ops of role "app-output"). Its declared
     # guarantee allows some of these (checkers/app_guarantees.py).
@@ -363,24 +363,6 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-# An anomaly that, allowed, brings these along: the same event seen by another check.
-# A reorder within one send op (adjacent sends of one process) is also an
-# int-nonmonotonic-send; a config that accepts reorders must accept both. A process's
-# sends all go through one client, in its produce() order, so where sends record
-# their client, a reorder of either kind is also a client-reorder.
-COMPANIONS: dict[str, tuple[str, ...]] = {
-    "reorder": ("int-nonmonotonic-send", "client-reorder"),
-    "int-nonmonotonic-send": ("client-reorder",),
-}
-
-
 def with_defaults(allowed: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """What a run allows: its own list, and what every run allows (`allowed_by_default`)."""
     return (*allowed, *(a for a in DEFAULT_ALLOWED if a not in allowed))
-
-
-def with_companions(allowed: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    out = list(allowed)
-    for a in allowed:
-        out += [c for c in COMPANIONS.get(a, ()) if c not in out]
-    return tuple(out)

@@ -1,5 +1,5 @@
-"""The article claims the presets put on trial (shared/CLAIMS.md), and whether a
-judged run bears one out.
+"""The claims from articles on Kafka's guarantees that the presets put on trial
+(`CLAIMS`, below), and whether a judged run bears one out.
 
 Keyed by preset name; the report, the campaign and `kafka-trial presets` ask here.
 """
@@ -14,7 +14,9 @@ from kafka_trial.checkers.results import Results
 
 @dataclass(frozen=True)
 class Claim:
-    """The article claim a preset puts on trial (shared/CLAIMS.md)."""
+    """A claim from an article on Kafka that a preset puts on trial: its id (C1, ...),
+    its words, what the article says a run should show, and the anomaly types it is
+    about."""
 
     id: str
     text: str

@@ -14,7 +14,7 @@ class CheckSpec(Frozen):
     spark_master: str = "local[*]"
     # The dependency-cycle search (G0, G1c, G1c-process, G1c-realtime) more than
     # doubles the analysis of a large history of plain sends and polls, whose ops are
-    # no transactions (bench/cycles_bench.py and the closing note of issue 26): by
+    # no transactions (README.md, on `check.cycles`; bench/cycles_bench.py): by
     # default ("auto") it runs where the history holds a transaction; "on" searches
     # every history, "off" none. A check that did not run is `skipped`, never a pass.
     cycles: Literal["auto", "on", "off"] = "auto"

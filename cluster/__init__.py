@@ -14,10 +14,13 @@ if TYPE_CHECKING:
 __all__ = ["Cluster"]
 
 
+_PUBLIC = {"Cluster": "kafka_trial.cluster.facade"}
+
+
 def __getattr__(name: str) -> Any:
     # Lazy, so that importing the settings does not import Docker or the Kafka client.
-    if name == "Cluster":
-        from kafka_trial.cluster.facade import Cluster
+    if name in _PUBLIC:
+        import importlib
 
-        return Cluster
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(name)

@@ -1,11 +1,10 @@
 """Unpausing a broker when the engine cannot: through the kernel's freezer.
 
-Seen once, in a suite run of 2026-11-26 (stop 38's note): `docker unpause` of a
-paused broker hung. The container's cgroup v1 freezer stayed FROZEN, and every later
-call on that container timed out after the client's 120 s, for the rest of the run.
-Writing THAWED to its freezer file let the engine's unpause return at once. A heal
-that waits on the engine alone can wait forever, so it waits a bounded time and then
-thaws the cgroup itself, and says so.
+A `docker unpause` of a paused broker has been seen to hang, its cgroup v1 freezer
+left FROZEN and every later call on the container timing out; writing THAWED to the
+freezer file let the engine's unpause return at once (docs/findings.md, "A docker
+unpause that never returned"). A heal that waits on the engine alone can wait
+forever, so it waits a bounded time and then thaws the cgroup itself, and says so.
 """
 
 from __future__ import annotations

@@ -296,9 +296,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "check": {"allowed": []},
     },
-    # KAFKA-17754 by Jepsen's own recipe (issue 28, docs/findings.md): a 1 s
-    # transaction timeout, so that the coordinator aborts on its own (it looks every
-    # second here) while requests are still on their way; an abort after any error;
+    # KAFKA-17754 by Jepsen's own recipe (docs/findings.md, "Jepsen's recipe with
+    # librdkafka (`txn-jepsen`)", under KAFKA-17754): a 1 s transaction timeout, so
+    # that the coordinator aborts on its own (it looks every second here) while
+    # requests are still on their way; an abort after any error;
     # pauses of the transaction coordinator and of a leader, latency on a leader's
     # client links, and clients frozen in their own processes, each past the timeout.
     # librdkafka allows no delivery timeout above the transaction timeout, nor a socket
@@ -361,9 +362,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # At read_uncommitted a transaction's poll reads other transactions while they
         # are open, and an op spans its interval: T1 reads T2's write, T2 reads T3's,
         # T3 began after T1 ended. Cycles through such reads, with process and
-        # realtime edges too, are what read_uncommitted permits (the claims campaign's
-        # run of 2026-11-25: G1c 5, G1c-process 5, G1c-realtime 6, every witness a
-        # chain of reads of open transactions). At read_committed they are forbidden.
+        # realtime edges too, are what read_uncommitted permits, and real runs show
+        # them (docs/findings.md, "`txn-cycles` allows G1c, G1c-process and
+        # G1c-realtime"). At read_committed they are forbidden.
         "check": {
             "allowed": [
                 "G1c",
@@ -383,8 +384,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "cluster": {"storage": "writeback"},
         "topic": {"replication_factor": 3, "min_insync_replicas": 2},
         "producer": {"acks": "all", "idempotence": True},
-        # Brokers take ~10-20 s to recover and the idempotent producers to resume: a
-        # loss every 7 s kept the cluster down from the first on (one run, 2026-11-26).
+        # Brokers take ~10-20 s to recover and the idempotent producers to resume, so
+        # the quiet time gives them that long before the next loss (docs/findings.md,
+        # "`power-loss` leaves 15 s between losses").
         "nemesis": {"faults": ["power-loss"], "targets": ["all"], "fault_s": 1, "quiet_s": 15},
         # The log ends where the replicas' fsynced data ends, and the offsets past it
         # are handed out again: an acknowledged offset then holds another value

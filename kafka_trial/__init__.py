@@ -1,9 +1,8 @@
 """kafka-trial: a Jepsen-style fault-injection harness for real Apache Kafka.
 
 Installed code has this one import name. The repository's folders map onto its
-subpackages (see pyproject.toml), layered bottom-up:
-
-    contracts -> cluster -> nemesis, workloads, checkers -> spark_analysis -> harness
+subpackages (see pyproject.toml); their layers, and which may import which, are in
+README.md, section "Architecture" (tests/unit/test_layers.py enforces them).
 
 The public API is documented in docs/api.md.
 """

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+_PUBLIC = {
+    "Nemesis": "kafka_trial.nemesis.core",
+    "Applied": "kafka_trial.nemesis.core",
+}
+
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that importing the settings does not import the Kafka client.
-    if name in ("Nemesis", "Applied"):
-        from kafka_trial.nemesis import core
+    if name in _PUBLIC:
+        import importlib
 
-        return getattr(core, name)
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(name)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+_PUBLIC = {"analyze": "kafka_trial.spark_analysis.job"}
+
 
 def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not start the Spark machinery.
-    if name == "analyze":
-        from kafka_trial.spark_analysis.job import analyze
+    if name in _PUBLIC:
+        import importlib
 
-        return analyze
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(name)

@@ -1,4 +1,4 @@
-"""Checks of the application on trial (issue 41): a black box between the run's topic
+"""Checks of the application on trial: a black box between the run's topic
 (the input, judged by every other check) and its output topic, whose records each
 carry the id of the input they came from. The output drain's records are
 `Frames.app_output`, kept out of the input's reads (history_frames).

@@ -339,8 +339,9 @@ def prune(packed: DataFrame, n: int) -> tuple[DataFrame, int, int]:
 def collect_packed(packed: DataFrame, chunks: int = 1) -> np.ndarray:
     """The edges as packed integers (cycle_graph.pack), 8 bytes each, in `chunks`
     jobs of Arrow batches. Rows pickled to Python cost a boxed long and a BigInteger
-    each on the JVM's heap, and a whole partition at a time: at 47M edges that filled
-    a 2g heap (2026-11-26)."""
+    each on the JVM's heap, and a whole partition at a time, which fills the driver's
+    default heap on a large graph (docs/findings.md, "The cycle graph's edges reach
+    the driver as Arrow batches")."""
     col = F.shiftleft(F.col("src"), 33) + F.shiftleft(F.col("dst"), 3) + F.col("kind")
     p = packed.select(col.alias("p"))
     parts = [

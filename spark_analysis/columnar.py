@@ -38,18 +38,16 @@ _ENDS = 65536
 # 2: rows carry `damaged` and `bad_line` instead of the corrupt text.
 # 3: flat rows (history_parse.FLAT_SCHEMA) instead of the parsed lines.
 FORMAT = 3
-# Below this, parsing the JSON costs less than writing and reading the cache. Not
-# the one-task bound of that time (64 MiB): a 31 MB history's first analysis took as long
-# without the cache (29.9-30.1 s against 29.8-30.9 s) and a second one longer
-# (12.2-12.6 s against 10.7-11.4 s); 2026-11-24, 2 cores.
+# Below this, parsing the JSON costs less than writing and reading the cache. It is
+# lower than the one-task bound of that time (64 MiB) because a history of half that
+# size already gained from the cache by its second analysis (docs/findings.md, "The
+# columnar cache starts at 16 MiB").
 MIN_BYTES_DEFAULT = 16 << 20
 
 
-# Above this the native parse (one core, about 15 MB/s here) costs more than Spark's
-# (every core): on 2 cores it won at 93 and 149 MB (the default run's history: 38.2 s
-# against 49.1 s cold, and 45.8 s against 59.9 s after a run) and lost at 648 MB
-# (45 s of parse, 37 s of it after the session was up, against Spark's ~18 s);
-# 2026-11-26, bench/analysis_bench.py. The bound between was not measured finer.
+# Above this the native parse (one core) costs more than Spark's (every core). The
+# bound lies between a size where the native parse won and one where it lost, and
+# was not measured finer (docs/findings.md, "The native parse stops at 192 MiB").
 NATIVE_MAX_BYTES = 192 << 20
 
 

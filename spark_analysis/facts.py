@@ -1,5 +1,6 @@
-"""The facts a history proves, derived once per analysis (DESIGN.md principle 7, Jepsen's
-`analysis`: writes-by-type, reads-by-type, must-have-committed?, version-orders).
+"""The facts a history proves, derived once per analysis before any check runs (as
+Jepsen's `analysis` derives writes-by-type, reads-by-type, must-have-committed?,
+version-orders).
 
 Every check is a query over these frames, so no two checks can disagree about what
 "committed", "how far the drain read" or "where a record sits" means. The plain-Python

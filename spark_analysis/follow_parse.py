@@ -1,5 +1,5 @@
-"""The native parse of a history that is still being written (issue 29: the
-columnar form made as the run goes).
+"""The native parse of a history that is still being written: the columnar form made
+as the run goes, so that less of the parse is left for after the run.
 
 `kafka-trial run` starts a follower as its final heal begins. A child process (its
 own interpreter: the run's clients hold this one's GIL) parses history.jsonl's

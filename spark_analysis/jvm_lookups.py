@@ -4,11 +4,11 @@ PySpark reaches every SQL function through Py4J by name: `F.col("x")` asks the J
 what `functions` is, then what `functions.col` is, then calls it. Py4J keeps no
 answer, so two of every three round trips only repeat a lookup, and on the JVM side
 a short name is tried against each wildcard import with `Class.forName`: a miss
-searches every jar on the class path. In a warm analysis of a small history that was
-1,082 lookups and about a tenth of the JVM's time in the thread that serves Python
-(a JFR profile, 2026-11-27). Kept, a warm analysis of a 158-line history made 0.70x
-the round trips, in 0.93x the wall time and 0.96x the JVM's CPU on an idle machine
-(bench/planning_bench.py): most of a small analysis is Spark planning, not Py4J.
+searches every jar on the class path. In a warm analysis of a small history the
+lookups take a noticeable share of the JVM's time in the thread that serves Python,
+so the answers are kept; the gain is modest, since most of a small analysis is Spark
+planning, not Py4J (docs/findings.md, "Py4J's name lookups are kept once per JVM";
+bench/planning_bench.py measures it).
 
 What is kept cannot change while the JVM lives: a class a name resolves to, and a
 class's static method. A static field's value, a package, an instance's method are

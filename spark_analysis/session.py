@@ -28,11 +28,10 @@ JIT_AND_GC = (
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
 )
 # A JVM that judges one small history and exits (`kafka-trial run`, `analyze`,
-# `finish`) never repays C2's compiles at all: with C1 alone a cold `kafka-trial
-# analyze` of a 2,164-line campaign history took 0.70-0.75x the machine's CPU
-# seconds and 0.85-0.92x the wall time (three interleaved pairs, 2026-11-27). In a
-# session that judges one history after another C1's code is slower: five histories
-# three times over took 89-93 s a round against 59-61 s with JIT_AND_GC.
+# `finish`) never repays C2's compiles at all, so it runs C1 alone. A session that
+# judges one history after another keeps JIT_AND_GC, because there C1's slower code
+# costs more than C2's compiles (docs/findings.md, "An analysis that judges one
+# history and exits compiles with C1 only").
 JIT_ONE_SHOT = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 

@@ -25,14 +25,13 @@ class Plan:
     def __init__(self, frames: Frames) -> None:
         self.frames = frames
         self._cache: dict[str, DataFrame] = {}
-        # Each shared frame's plan held every frame under it, so the checks on top
-        # came to ~5,000 plan nodes, and analysing and planning them, not the data,
-        # was most of a small analysis: 26 planted histories (162 lines) took 102 s
-        # with cached frames and 37 s (16 s warm) with checkpointed ones. A local
-        # checkpoint ends the plan there, but also hides the frame's size from the
-        # planner: the default run's history (88k lines) was judged 14% faster, a
-        # 2M-line one 7% slower (2026-11-26). Its blocks live on the executors and
-        # are not recomputed if one is lost, so on a cluster the frames stay cached.
+        # Left whole, each shared frame's plan holds every frame under it, so for a
+        # small history analysing and planning the checks on top, not the data, is
+        # most of the time. A local checkpoint ends the plan there, but also hides
+        # the frame's size from the planner, which slows large histories: hence the
+        # line bound (docs/findings.md, "Shared frames are checkpointed only for local
+        # histories up to 500k lines"). Its blocks live on the executors and are not
+        # recomputed if one is lost, so on a cluster the frames stay cached.
         self._cut = (
             frames.ops.sparkSession.sparkContext.master.startswith("local")
             and frames.lines <= CUT_MAX_LINES

@@ -44,10 +44,10 @@ def copier_stop_s() -> float:
     """How long a copier may take to end once the run stops, at worst: inside its op,
     send_offsets_to_transaction, then commit_transaction and, when that fails,
     abort_transaction; then leaving its group and closing its consumer; then one more
-    init_transactions to fence its transactional.id. Each waits its own bound. The
-    session waited 40 s: a claims run (2026-11-27) left a copier inside an op it had
-    begun as its leader was killed, recorded it as "harness stopped before this op
-    completed", and the copier's thread went on into the campaign's next runs."""
+    init_transactions to fence its transactional.id. Each waits its own bound, and
+    the session waits for all of them in turn: a shorter wait can leave a copier's
+    thread running into a campaign's next runs (docs/findings.md, "A copier that
+    outlived its run")."""
     return 10 + CONSUME_S + 4 * COPIER_TXN_TIMEOUT_S + LEAVE_S + CLOSE_S
 
 

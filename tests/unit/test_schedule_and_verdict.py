@@ -85,16 +85,3 @@ def test_crashed_check_is_unknown_unless_allowed() -> None:
 
 def test_exit_codes() -> None:
     assert (exit_code(True), exit_code(False), exit_code("unknown")) == (0, 1, 2)
-
-
-def test_every_preset_allows_the_companions_of_what_it_allows() -> None:
-    """A preset that accepts reorders must accept their within-op form too, or a run
-    that shows just what the claim predicts is judged INVALID."""
-    from kafka_trial.checkers.anomalies import COMPANIONS, with_companions
-    from kafka_trial.harness.presets import PRESETS
-
-    assert COMPANIONS
-    for name, data in PRESETS.items():
-        allowed = tuple(data.get("check", {}).get("allowed", ()))
-        assert set(with_companions(allowed)) == set(allowed), name
-    assert "int-nonmonotonic-send" in with_companions(("reorder",))

@@ -2,8 +2,8 @@
 Spark: Python's JSON parser and a loop, written as Parquet with Arrow.
 
 Spark's parse of the JSON was most of what a default run's analysis cost beyond
-its checks (issue 29). This parse runs beside the JVM's start-up and hands Spark a
-Parquet file instead.
+its checks (docs/findings.md, "Analysis speed"). This parse runs beside the JVM's
+start-up and hands Spark a Parquet file instead.
 
 It is a strict subset of Spark's parse, never a second definition of it: it accepts
 a history only if every line is an op that Spark's parse takes as undamaged, with

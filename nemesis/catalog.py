@@ -1,8 +1,9 @@
 """The one registry of the nemesis vocabulary: fault packages, target roles, partition
 topologies and toxics.
 
-Spec validation, the CLI's help and the README's fault table all read it; the
-builders in `packages.py` must cover exactly these names (checked at import).
+Spec validation, the CLI's help and the README's fault table all read it; each fault
+package is one `PackageInfo`, and the tables below are views of them. The builders in
+`packages.py` must cover exactly these names (checked at import).
 """
 
 from __future__ import annotations
@@ -14,33 +15,67 @@ from kafka_trial.cluster.netfaults import PACKET_TOXICS, STREAM_TOXICS
 
 @dataclass(frozen=True)
 class PackageInfo:
+    """One fault package: what it does and what undoes it, in words (the README's
+    fault table); the ops it records; and what a cluster needs to have it done.
+    Its builder is `packages.BUILDERS[name]`: the builders need the settings model,
+    which validates names against this module, so they cannot live here."""
+
     name: str
     fault: str  # what the fault does, in one line
     heal: str  # what undoes it
+    # The f of the op that records the fault, and of the op that heals it (None: the
+    # fault is over when its op completes). Packages share ops: kill-leader records kill.
+    fault_op: str
+    heal_op: str | None
+    # The other fault ops a sequence of steps records, each with its heal's f.
+    steps: tuple[tuple[str, str | None], ...] = ()
     # The brokers' storage the fault acts on: "writeback" needs kt-lazyfs under the
     # data directory (cluster.storage), which a plain volume has not.
     storage: str = "plain"
     # The brokers' clock the fault acts on: "faketime" needs libfaketime in the JVM
     # (cluster.clock), which a real clock has not.
     clock: str = "real"
+    # Why only the Docker kind can have it done: its own machinery (kt-lazyfs, its
+    # volumes, its proxies) makes the fault, and nothing on a user's node or behind a
+    # bare address stands in for it. None: any kind kafka-trial faults.
+    docker_only: str | None = None
+    # It acts on the harness's own processes, so any kind, an observed cluster's too.
+    harness_side: bool = False
+
+    @property
+    def ops(self) -> tuple[tuple[str, str | None], ...]:
+        """Every fault op it records, with the f of the op that heals it."""
+        return ((self.fault_op, self.heal_op), *self.steps)
 
 
 _INFOS = (
-    PackageInfo("kill", "SIGKILL the targeted brokers", "start"),
-    PackageInfo("stop", "SIGTERM the targeted brokers", "start"),
-    PackageInfo("pause", "cgroup-freeze the targeted brokers", "resume"),
-    PackageInfo("bounce", "kill and restart the targeted brokers at once", "(none)"),
+    PackageInfo("kill", "SIGKILL the targeted brokers", "start", fault_op="kill", heal_op="start"),
+    PackageInfo("stop", "SIGTERM the targeted brokers", "start", fault_op="stop", heal_op="start"),
+    PackageInfo(
+        "pause", "cgroup-freeze the targeted brokers", "resume", fault_op="pause", heal_op="resume"
+    ),
+    PackageInfo(
+        "bounce",
+        "kill and restart the targeted brokers at once",
+        "(none)",
+        fault_op="bounce",
+        heal_op=None,
+    ),
     PackageInfo(
         "partition",
         "cut replication and quorum links along a topology (`nemesis.topologies`), "
         "in `nemesis.partition_mode` drop (black hole) or reject (refused)",
         "restore the links",
+        fault_op="partition",
+        heal_op="heal",
     ),
     PackageInfo(
         "client-partition",
         "cut host clients off the targeted brokers: all clients, or one client's lane "
         "(`nemesis.client_scope: one` with `cluster.client_lanes` > 1)",
         "restore",
+        fault_op="client-partition",
+        heal_op="client-heal",
     ),
     PackageInfo(
         "client-pause",
@@ -48,22 +83,32 @@ _INFOS = (
         "clients in processes of their own (`producer.own_process`); the completion "
         "gives the kernel's state of it",
         "resume it (SIGCONT)",
+        fault_op="client-pause",
+        heal_op="client-resume",
+        harness_side=True,
     ),
     PackageInfo(
         "degrade",
         "add a toxic (`nemesis.degrade`) to the targeted brokers' client links",
         "remove it",
+        fault_op="degrade",
+        heal_op="restore",
     ),
     PackageInfo(
         "slow-follower",
         "the same toxic on one follower's fetch link to the leader (claim C15)",
         "remove it",
+        fault_op="degrade",
+        heal_op="restore",
     ),
     PackageInfo(
         "wipe",
         "SIGKILL the targeted brokers, empty their data directory, start them with "
         "fresh storage (KIP-903 class)",
         "(the restart is the heal)",
+        fault_op="wipe",
+        heal_op=None,
+        docker_only="re-formats the broker's storage with the Docker kind's cluster id",
     ),
     PackageInfo(
         "power-loss",
@@ -71,7 +116,10 @@ _INFOS = (
         "fsynced, as a power failure of their hosts would (claim C14; needs "
         "`cluster.storage: writeback`)",
         "start them on what was fsynced",
-        "writeback",
+        fault_op="power-loss",
+        heal_op="start",
+        storage="writeback",
+        docker_only="needs the write-back filesystem (kt-lazyfs) under the data directory",
     ),
     PackageInfo(
         "disk-full",
@@ -79,13 +127,18 @@ _INFOS = (
         "disk; needs `cluster.storage: writeback`); a broker whose only log directory "
         "fails halts",
         "writes succeed again; a halted broker is started",
-        "writeback",
+        fault_op="disk-full",
+        heal_op="disk-free",
+        storage="writeback",
     ),
     PackageInfo(
         "corrupt",
         "kill the targeted brokers, flip bits in or truncate the tail of their active "
         "segment of `nemesis.target_partition` (`nemesis.corrupt_modes`), start them",
         "(the restart is the heal; the broker recovers from the damaged log)",
+        fault_op="corrupt",
+        heal_op=None,
+        docker_only="edits a stopped broker's segment in its Docker volume",
     ),
     PackageInfo(
         "clock",
@@ -93,15 +146,34 @@ _INFOS = (
         "or strobe them between that and true (`nemesis.clock.strobe_ms`); needs "
         "`cluster.clock: faketime`",
         "the true clock again",
+        fault_op="clock",
+        heal_op="clock-reset",
         clock="faketime",
     ),
-    PackageInfo("kill-leader", "SIGKILL the leader of `nemesis.target_partition`", "start"),
-    PackageInfo("isolate-broker", "`partition` with `isolate-random` only", "restore"),
+    PackageInfo(
+        "kill-leader",
+        "SIGKILL the leader of `nemesis.target_partition`",
+        "start",
+        fault_op="kill",
+        heal_op="start",
+    ),
+    PackageInfo(
+        "isolate-broker",
+        "`partition` with `isolate-random` only",
+        "restore",
+        fault_op="partition",
+        heal_op="heal",
+    ),
+    # The sequences (failover.py): the leader's kill or power loss is what the heal
+    # undoes; the links their first step cut are healed by a later step.
     PackageInfo(
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "
         "{leader}, keep writing, kill the leader, elect a follower uncleanly",
         "start the old leader",
+        fault_op="kill",
+        heal_op="start",
+        steps=(("partition", "heal"), ("elect-unclean", None)),
     ),
     PackageInfo(
         "last-replica-power-loss",
@@ -109,15 +181,23 @@ _INFOS = (
         "{leader}, power-loss the leader, restore the links, record who leads within "
         "`nemesis.fault_s` (needs `cluster.storage: writeback`)",
         "start the old leader",
-        "writeback",
+        fault_op="power-loss",
+        heal_op="start",
+        steps=(("partition", "heal"),),
+        storage="writeback",
+        docker_only="needs the write-back filesystem (kt-lazyfs)",
     ),
     # The application on trial (`app.command` or `app.image`): each fault acts on one
     # of its running instances, the pick's choice, through contracts.app_contract.APPS.
+    # Its supervisor starts a killed or stopped instance again: no heal op.
     PackageInfo(
         "app-kill",
         "SIGKILL one instance of the application on trial (its process group, or its "
         "container killed); its supervisor starts it again after `app.restart_delay_s`",
         "(the restart is the heal)",
+        fault_op="app-kill",
+        heal_op=None,
+        harness_side=True,
     ),
     PackageInfo(
         "app-pause",
@@ -125,37 +205,40 @@ _INFOS = (
         "`docker pause`) for `nemesis.fault_s`: longer than its session timeout, and "
         "its group moves on without it",
         "resume it (SIGCONT, or `docker unpause`)",
+        fault_op="app-pause",
+        heal_op="app-resume",
+        harness_side=True,
     ),
     PackageInfo(
         "app-restart",
         "SIGTERM one instance of the application (`docker stop` of a container): a "
         "graceful stop; its supervisor starts it again after `app.restart_delay_s`",
         "(the restart is the heal)",
+        fault_op="app-restart",
+        heal_op=None,
+        harness_side=True,
     ),
     PackageInfo(
         "app-partition",
         "cut one instance of the application off every broker: the Toxiproxy proxies of "
         "its client lane disabled",
         "enable them",
+        fault_op="app-partition",
+        heal_op="app-heal",
+        docker_only="cuts an app instance's own client lane of Toxiproxy proxies",
     ),
 )
 
 PACKAGES: dict[str, PackageInfo] = {p.name: p for p in _INFOS}
+if len(PACKAGES) != len(_INFOS):
+    raise ImportError("two fault packages have one name")
 # The packages that act on the application on trial: a run without one cannot use them.
 APP_PACKAGES = frozenset(p for p in PACKAGES if p.startswith("app-"))
 
-# What a cluster kafka-trial did not build cannot have done to it: the Docker kind's
-# own machinery (kt-lazyfs, its volumes, its proxies) makes these, and nothing on a
-# user's node or behind a bare address stands in for it.
-DOCKER_ONLY: dict[str, str] = {
-    "power-loss": "needs the write-back filesystem (kt-lazyfs) under the data directory",
-    "last-replica-power-loss": "needs the write-back filesystem (kt-lazyfs)",
-    "wipe": "re-formats the broker's storage with the Docker kind's cluster id",
-    "corrupt": "edits a stopped broker's segment in its Docker volume",
-    "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
-}
+# What a cluster kafka-trial did not build cannot have done to it (PackageInfo.docker_only).
+DOCKER_ONLY: dict[str, str] = {p.name: p.docker_only for p in _INFOS if p.docker_only}
 # Faults on the harness's own processes: any kind, an observed cluster's too.
-HARNESS_SIDE = frozenset({"client-pause", "app-kill", "app-pause", "app-restart"})
+HARNESS_SIDE = frozenset(p.name for p in _INFOS if p.harness_side)
 
 
 def kind_refusal(package: str, kind: str) -> str | None:
@@ -210,49 +293,31 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+def _fault_ops() -> dict[str, str | None]:
+    """Each fault op any package records -> the f of the op that heals it."""
+    out: dict[str, str | None] = {}
+    for p in _INFOS:
+        for f, heal in p.ops:
+            # The report pairs bands by f alone: one f with two heals could not be drawn.
+            if out.setdefault(f, heal) != heal:
+                raise ImportError(f"fault op {f} is healed by both {out[f]} and {heal} ({p.name})")
+    return out
+
+
 # The ops the nemesis records, by f, as the history shows them: a fault op -> the f
 # of the op that heals it, or None for a fault that is over when its op completes
-# (packages.py, failover.py). Heals and waits are not faults (core.py, runner.py).
-FAULT_OPS: dict[str, str | None] = {
-    "kill": "start",
-    "stop": "start",
-    "pause": "resume",
-    "partition": "heal",
-    "client-partition": "client-heal",
-    "client-pause": "client-resume",
-    "degrade": "restore",
-    "bounce": None,
-    "wipe": None,
-    "corrupt": None,
-    "power-loss": "start",
-    "disk-full": "disk-free",
-    "clock": "clock-reset",
-    "elect-unclean": None,
-    # The application's supervisor starts a killed or stopped instance again: no heal.
-    "app-kill": None,
-    "app-restart": None,
-    "app-pause": "app-resume",
-    "app-partition": "app-heal",
-}
-HEAL_OPS = frozenset(
-    {
-        "start",
-        "resume",
-        "heal",
-        "client-heal",
-        "client-resume",
-        "restore",
-        "disk-free",
-        "clock-reset",
-        "app-resume",
-        "app-heal",
-        "heal-all",
-    }
-)
+# (the packages' `ops`). Heals and waits are not faults (core.py, runner.py).
+FAULT_OPS: dict[str, str | None] = _fault_ops()
+# The heals the packages record, and the runner's heal-all, which ends every fault.
+HEAL_OPS = frozenset({h for h in FAULT_OPS.values() if h is not None} | {"heal-all"})
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
 # Outside events the user marked during the run (`kafka-trial mark`, harness/marks.py):
 # what they did to the cluster is not known, so they count as neither fault nor heal.
 MARK_OPS = frozenset({"mark"})
+if set(FAULT_OPS) & (HEAL_OPS | WAIT_OPS | MARK_OPS):
+    raise ImportError(
+        f"ops both fault and not: {set(FAULT_OPS) & (HEAL_OPS | WAIT_OPS | MARK_OPS)}"
+    )
 
 
 def is_fault(f: str) -> bool:

@@ -27,7 +27,8 @@ from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Und
 from kafka_trial.nemesis.targets import NoTarget, resolve
 
 _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node"}
-_PROCESS_HEAL = {"kill": "start", "stop": "start", "pause": "resume"}
+# The catalog names each package's heal op; for these it is also the undo's verb.
+_PROCESS_HEAL = {k: h for k in _PROCESS_VERBS if (h := PACKAGES[k].heal_op) is not None}
 
 
 def _aimed(role: str, topic: str, partition: int) -> dict[str, Any]:
@@ -618,8 +619,10 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "app-restart": lambda n, t: AppFault("restart", "app-restart"),
     "app-partition": lambda n, t: AppFault("partition", "app-partition"),
 }
-# The catalog is the one registry of names; a builder without an entry, or an entry
-# without a builder, is a bug to catch at import, not mid-run.
+# Each catalog entry (PackageInfo) has exactly one builder, keyed by its name: they
+# are apart only because the builders need NemesisSpec, whose validation imports the
+# catalog. A builder without an entry, or an entry without one, is a bug to catch at
+# import, not mid-run.
 if set(BUILDERS) != set(PACKAGES):
     raise ImportError(f"nemesis builders and catalog disagree: {set(BUILDERS) ^ set(PACKAGES)}")
 

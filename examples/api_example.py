@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from kafka_trial.checkers.results import Results
 from kafka_trial.cluster import Cluster
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.contracts.history import HistoryWriter
@@ -20,7 +20,7 @@ from kafka_trial.workloads import ClientContext, WorkloadSession, plan_workloads
 from kafka_trial.workloads.settings import DrainSpec, ProducerSpec
 
 
-def main(run_dir: Path, fault_s: float = 10.0) -> dict[str, Any]:
+def main(run_dir: Path, fault_s: float = 10.0) -> Results:
     run_dir.mkdir(parents=True, exist_ok=True)
     topic = TopicSpec(name="orders", partitions=3, replication_factor=3, min_insync_replicas=2)
     # 1. A cluster: 3 KRaft brokers behind Toxiproxy, removed again however the block ends.
@@ -53,5 +53,5 @@ def main(run_dir: Path, fault_s: float = 10.0) -> dict[str, Any]:
 
 if __name__ == "__main__":
     results = main(Path(sys.argv[1]))
-    print({"valid": results["valid"], "forbidden_seen": results["forbidden_seen"]})
-    sys.exit(0 if results["valid"] is True else 1)
+    print({"valid": results.valid, "forbidden_seen": list(results.forbidden_seen)})
+    sys.exit(0 if results.valid is True else 1)

@@ -15,8 +15,9 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
 from kafka_trial.contracts.history import HistoryWriter
 
 from tests.histories import TOPIC, Builder
@@ -166,3 +167,22 @@ def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> di
     finally:
         plan.release()
     return {name: by_n[c.n] for name, c in made.items()}
+
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+def judged_fixture(
+    cases: C, folder: str, judge: Callable[[Any, Path, C], T] = judge
+) -> Callable[..., T]:
+    """A module's `judged` fixture, in one line: `judged = judged_fixture(CASES, "x")`.
+    Its planted `cases` are written into one history (history.jsonl in a temporary
+    folder named `folder`) and judged once for the whole module, by `judge`: this
+    module's, or another with the same arguments (spark, path, cases)."""
+
+    @pytest.fixture(scope="module", name="judged")
+    def judged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> T:
+        return judge(spark, tmp_path_factory.mktemp(folder) / "history.jsonl", cases)
+
+    return judged

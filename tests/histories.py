@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,25 @@ def group_poll(
     for kind, partitions in events:
         rebalance(b, process, kind, partitions)
     return b
+
+
+def lossy(run_dir: Path, lose: bool = True, storage: bool = False) -> Path:
+    """Value 11 acknowledged at partition 0 offset 1 while broker 1 is killed; with
+    `lose`, no read returns it although reads and the drain pass offset 1. With
+    `storage`, a power loss and a corruption that did not take effect come first."""
+    b = Builder(run_dir)
+    b.sends(0, [(10, 0, 0, "ok")])
+    if storage:
+        lost = {"2": {"files": 3, "bytes": 1832663, "paths": ["trial-0/0.log"]}}
+        b.nemesis("power-loss", {"target": "all", "brokers": [2], "lost": lost})
+        b.nemesis("start", {"brokers": [2]})
+        b.h.invoke("nemesis", "corrupt", {"target": "leader", "mode": "bitflip"})
+        b.h.complete("info", "nemesis", "corrupt", None, "nothing corrupted: {'1': 'empty'}")
+    b.nemesis("kill", {"target": "leader", "brokers": [1]})
+    time.sleep(0.05)  # the fault band has a width
+    b.sends(0, [(11, 0, 1, "ok"), (12, 0, 2, "ok")])
+    b.nemesis("start", {"brokers": [1]})
+    seen = [(10, 0, 0), (12, 0, 2)] if lose else [(10, 0, 0), (11, 0, 1), (12, 0, 2)]
+    b.poll(1, seen)
+    b.drain(2, seen, at_end={0: 3})
+    return b.done()

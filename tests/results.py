@@ -40,7 +40,10 @@ def made_results(
     )
 
 
-def ran(res: Any) -> dict[str, int | None]:
-    """Each anomaly type's count in results (a dict or Results), leaving out the checks
-    that did not run (`skipped`: the cycle checks of a history with no transaction)."""
+def ran(res: Results | dict[str, Any]) -> dict[str, int | None]:
+    """Each anomaly type's count in results (Results, or results.json as a dict),
+    leaving out the checks that did not run (`skipped`: the cycle checks of a history
+    with no transaction)."""
+    if isinstance(res, Results):
+        return {k: a.count for k, a in res.anomalies.items() if not a.skipped}
     return {k: v["count"] for k, v in res["anomalies"].items() if not v.get("skipped")}

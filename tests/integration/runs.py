@@ -8,9 +8,11 @@ every thread's stack to say where it stuck."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +78,38 @@ def stop_stuck(child: subprocess.Popen[bytes], runs: Path) -> None:
     # A child killed outright left its cluster: remove it by its run label.
     for described in runs.glob("*/cluster.json"):
         remove_leftovers(ensure_engine(), run=json.loads(described.read_text())["run_id"])
+
+
+RUN_UNTIL_FAULT = [
+    sys.executable,
+    "-m",
+    "kafka_trial.harness.cli",
+    "run",
+    "--duration",
+    "120",
+    "--nemesis",
+    "isolate-broker",
+    "--no-analyze",
+]
+
+
+def start_run_until_fault(runs_dir: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start a campaign and return once a partition fault is in place."""
+    proc = subprocess.Popen(
+        [*RUN_UNTIL_FAULT, "--runs-dir", str(runs_dir)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 240
+    for line in proc.stderr:
+        seen.append(line)
+        if "nemesis partition" in line:  # a fault is active right now
+            return proc, seen
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    pytest.fail("no fault started:\n" + "".join(seen))

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kafka_trial.checkers.results import Results
 from kafka_trial.cluster.images import Images
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
@@ -100,7 +101,7 @@ def apps_campaign(
     return camp
 
 
-def _run(camp: Path, key: str) -> tuple[Path, list[Op], dict[str, Any]]:
+def _run(camp: Path, key: str) -> tuple[Path, list[Op], Results]:
     state = json.loads((camp / "campaign.json").read_text())
     entry = state["runs"].get(f"{key}-s{SEED}", {"status": "never started"})
     run_dir = camp / f"{key}-s{SEED}"
@@ -108,11 +109,11 @@ def _run(camp: Path, key: str) -> tuple[Path, list[Op], dict[str, Any]]:
         err = (camp.parent.parent / "stderr").read_text(errors="replace")[-4000:]
         pytest.fail(f"campaign run {key}: {entry}\n{err}", pytrace=False)
     ops = read_history(run_dir / "history.jsonl").ops
-    return run_dir, ops, json.loads((run_dir / "results.json").read_text())
+    return run_dir, ops, Results.from_json(run_dir / "results.json")
 
 
-def _count(res: dict[str, Any], name: str) -> int:
-    return int(res["anomalies"][name]["count"])
+def _count(res: Results, name: str) -> int:
+    return int(res.anomalies[name].count)
 
 
 def _app_kills(ops: list[Op]) -> list[dict[str, Any]]:
@@ -153,7 +154,7 @@ def test_an_app_keeps_what_it_declares_under_broker_and_app_kills(
     assert _count(res, "app-output-unexpected") == 0
     if name != "at-least-once":
         assert _count(res, "app-output-duplicate") == 0
-    assert res["valid"] is True, (res["forbidden_seen"], res["problems"])
+    assert res.valid is True, (res.forbidden_seen, res.problems)
 
 
 def test_an_app_that_commits_before_it_produces_loses_what_a_kill_left_unsent(
@@ -162,9 +163,9 @@ def test_an_app_that_commits_before_it_produces_loses_what_a_kill_left_unsent(
     run_dir, ops, res = _run(apps_campaign, "at-most-once")
     _assert_whole_trial(run_dir, ops)
     assert _count(res, "app-output-duplicate") == 0
-    assert "app-output-lost" not in res["allowed"], "it declared at-least-once"
+    assert "app-output-lost" not in res.allowed, "it declared at-least-once"
     assert _count(res, "app-output-lost") > 0
-    assert res["valid"] is False and "app-output-lost" in res["forbidden_seen"]
+    assert res.valid is False and "app-output-lost" in res.forbidden_seen
     # Every lost input was committed past: the witness shows it below the app's offset.
-    for ex in res["anomalies"]["app-output-lost"]["examples"]:
+    for ex in res.anomalies["app-output-lost"].examples:
         assert ex["offset"] < ex["committed"], ex

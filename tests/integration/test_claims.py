@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from junitparser import JUnitXml
+from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
 from kafka_trial.harness.presets import PRESETS, preset
@@ -248,7 +249,7 @@ def _on_writeback(config: dict) -> bool:
     return config.get("cluster", {}).get("storage") == "writeback"
 
 
-def _run(camp: Path, key: str) -> tuple[list[Op], dict]:
+def _run(camp: Path, key: str) -> tuple[list[Op], Results]:
     """The run's ops and results; a run the campaign could not finish fails its test
     with the campaign's own account of it."""
     state = json.loads((camp / "campaign.json").read_text())
@@ -258,10 +259,10 @@ def _run(camp: Path, key: str) -> tuple[list[Op], dict]:
         err = (camp.parent.parent / "stderr").read_text(errors="replace")[-4000:]
         pytest.fail(f"campaign run {key}: {entry}\n{err}", pytrace=False)
     ops = read_history(camp / f"{key}-s{SEED}" / "history.jsonl").ops
-    return ops, json.loads(results.read_text())
+    return ops, Results.from_json(results)
 
 
-def _counts(res: dict) -> dict[str, int]:
+def _counts(res: Results) -> dict[str, int | None]:
     return ran(res)
 
 
@@ -348,13 +349,13 @@ def test_preset_under_its_faults(claims_campaign: Path, name: str) -> None:
         and "brokers" in o.value
     ]
     assert any(o.f in FAULT_FS for o in faults), "no fault was applied"
-    assert res["stats"]["send_outcomes"].get("ok", 0) > 100, res["stats"]
+    assert res.stats.send_outcomes.get("ok", 0) > 100, res.stats
     # Clients outlive the faults: writes are acknowledged after the last one too.
     last_fault = max(o.time for o in faults if o.f in FAULT_FS)
     if want.recovers:
         assert any(o.f in ("send", "txn") and o.type == "ok" and o.time > last_fault for o in ops)
     assert None not in c.values(), f"a check crashed: {c}"
-    assert res["problems"] == [], res["problems"]
+    assert res.problems == (), res.problems
     for f in want.client_fs:
         assert any(o.f == f for o in ops), f"no {f} op recorded"
     for a in want.seen:
@@ -364,9 +365,9 @@ def test_preset_under_its_faults(claims_campaign: Path, name: str) -> None:
     for a in want.absent:
         assert c[a] == 0, (a, c, want.open_finding or "no earlier finding")
     if want.valid:
-        assert res["valid"] is True, (c, res["forbidden_seen"])
+        assert res.valid is True, (c, res.forbidden_seen)
     else:
-        assert res["valid"] in (True, False), res
+        assert res.valid in (True, False), res
 
 
 @pytest.mark.slow
@@ -378,7 +379,7 @@ def test_restart_without_resend_does_not_duplicate(claims_campaign: Path) -> Non
     assert len(crashed) >= 5
     assert not any(m.get("resend") for o in ops if o.f == "send" for m in o.value)
     assert _counts(res)["duplicate"] == 0
-    assert res["valid"] is True
+    assert res.valid is True
 
 
 @pytest.mark.slow
@@ -398,7 +399,7 @@ def test_transactions_reading_their_own_writes(
     if not precommitted:
         # read_committed: no transaction reads another open one, so no cycle of reads.
         assert c["G1c"] == c["G1c-process"] == c["G1c-realtime"] == 0, c
-        assert res["valid"] is True
+        assert res.valid is True
 
 
 @pytest.mark.slow
@@ -413,10 +414,10 @@ def test_safe_settings_lose_nothing_under_repeated_kills_and_isolation(
     ]
     assert {o.f for o in faults} == {"kill", "partition"}, "both fault kinds must have run"
     assert len(faults) >= 3
-    assert res["stats"]["send_outcomes"].get("ok", 0) > 1000
+    assert res.stats.send_outcomes.get("ok", 0) > 1000
     c = _counts(res)
     assert c["lost-write"] == 0 and c["duplicate"] == 0
-    assert res["valid"] is True, (c, res["problems"])
+    assert res.valid is True, (c, res.problems)
 
 
 @pytest.mark.slow
@@ -430,7 +431,7 @@ def test_unclean_election_follows_the_lone_leader_and_loses_acknowledged_writes(
     for step in ("partition", "await-isr-shrink", "kill", "elect-unclean", "start"):
         assert (step, "ok") in done, f"nemesis step {step} did not succeed: {done}"
     assert _counts(res)["lost-write"] > 0
-    assert "lost-write" in res["allowed_seen"] and res["valid"] is True
+    assert "lost-write" in res.allowed_seen and res.valid is True
 
 
 @pytest.mark.slow
@@ -448,7 +449,7 @@ def test_aborted_transactions_are_visible_only_to_read_uncommitted(
         assert c[a] == 0, (a, c)
     for a in ("int-nonmonotonic-poll", "int-poll-skip", "vanished-read"):
         assert c[a] == 0, (a, c)
-    assert res["valid"] is True
+    assert res.valid is True
 
 
 @pytest.mark.slow
@@ -500,4 +501,4 @@ def test_a_frozen_client_holds_its_transaction_open_and_the_history_stays_whole(
     assert spanning, "no op of the frozen client spans its pause"
     assert all(o.process not in done_in_pause for _, o in spanning)
     assert any(o.type == "ok" and o.time > end for o in txns), "no commit after the resume"
-    assert res["valid"] is True, (_counts(res), res["forbidden_seen"])
+    assert res.valid is True, (_counts(res), res.forbidden_seen)

@@ -26,7 +26,7 @@ import pytest
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.naming import LABEL
 
-from tests.integration.test_interrupt import start_run_until_fault
+from tests.integration.runs import start_run_until_fault
 from tests.rundirs import run_dirs
 
 

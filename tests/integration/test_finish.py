@@ -58,18 +58,18 @@ def test_finish_turns_a_killed_run_into_a_verdict(tmp_path: Path, images) -> Non
         assert containers_of(run_id), "the killed run's cluster should still be there"
 
         before = analyze(run_dir)
-        assert before["valid"] == "unknown", before["problems"]
+        assert before.valid == "unknown", before.problems
         # Nothing forbidden on the way there: an op whose completion was lost is open.
-        assert before["forbidden_seen"] == [], before["forbidden_seen"]
-        assert before["history"]["open_invokes"] > 0
-        assert any("final drain never ran" in p for p in before["problems"])
+        assert before.forbidden_seen == (), before.forbidden_seen
+        assert before.history.open_invokes > 0
+        assert any("final drain never ran" in p for p in before.problems)
 
         done = _finish(run_dir)
         assert done.returncode == 0, done.stderr[-3000:]
         after = analyze(run_dir)
         counts = ran(after)
         # The safe settings (claim C4) lose nothing, even with the harness killed.
-        assert after["valid"] is True, (counts, after["problems"])
+        assert after.valid is True, (counts, after.problems)
         assert counts["unseen"] == 0 and counts["lost-write"] == 0, counts
         info = json.loads((run_dir / "run.json").read_text())
         assert info["drain"]["complete"] is True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,41 +13,8 @@ import pytest
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.naming import LABEL
 
+from tests.integration.runs import start_run_until_fault
 from tests.rundirs import run_dirs
-
-RUN_UNTIL_FAULT = [
-    sys.executable,
-    "-m",
-    "kafka_trial.harness.cli",
-    "run",
-    "--duration",
-    "120",
-    "--nemesis",
-    "isolate-broker",
-    "--no-analyze",
-]
-
-
-def start_run_until_fault(runs_dir: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start a campaign and return once a partition fault is in place."""
-    proc = subprocess.Popen(
-        [*RUN_UNTIL_FAULT, "--runs-dir", str(runs_dir)],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
-    assert proc.stderr is not None
-    seen: list[str] = []
-    deadline = time.monotonic() + 240
-    for line in proc.stderr:
-        seen.append(line)
-        if "nemesis partition" in line:  # a fault is active right now
-            return proc, seen
-        if time.monotonic() > deadline:
-            break
-    proc.kill()
-    pytest.fail("no fault started:\n" + "".join(seen))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -10,6 +9,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from kafka_trial.checkers.results import Results
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.naming import LABEL
 from kafka_trial.contracts.history import read_history
@@ -131,8 +131,8 @@ def test_an_app_that_never_consumes_is_unknown_not_valid(tmp_path: Path, images)
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "verdict: UNKNOWN" in r.stdout
     (run_dir,) = run_dirs(tmp_path / "runs")
-    results = json.loads((run_dir / "results.json").read_text())
-    assert any("never consumed" in p for p in results["problems"]), results["problems"]
-    assert results["anomalies"]["app-output-lost"]["count"] == 0
+    results = Results.from_json(run_dir / "results.json")
+    assert any("never consumed" in p for p in results.problems), results.problems
+    assert results.anomalies["app-output-lost"].count == 0
     _no_leftovers()
     assert _app_processes(tag) == []

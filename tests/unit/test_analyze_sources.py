@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kafka_trial.checkers.results import Results
 from kafka_trial.spark_analysis import job
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.sources import HistorySource, resolve
 
+from tests.cli import JVM_NOISE, kt
 from tests.histories import Builder
-from tests.unit.test_cli_errors import kt
-
-JVM_NOISE = ("WARNING: Using incubator", "Setting default log level", "setLogLevel", " WARN ")
 
 
 def _lossy(run_dir: Path) -> Path:
@@ -31,18 +30,18 @@ def test_the_cli_judges_a_history_file_without_jvm_noise(tmp_path: Path) -> None
     assert r.returncode == 1, r.stderr
     assert "lost-write" in r.stdout
     assert not [ln for ln in r.stderr.splitlines() if any(n in ln for n in JVM_NOISE)], r.stderr
-    res = json.loads((run_dir / "results.json").read_text())
-    assert res["anomalies"]["lost-write"]["count"] == 1
+    res = Results.from_json(run_dir / "results.json")
+    assert res.anomalies["lost-write"].count == 1
     # The command judges one history and exits: its JVM compiled with C1 only.
-    assert res["analysis"]["jit"] == "one-shot"
-    assert res["analysis"]["session_started"] == "now"
+    assert res.analysis.jit == "one-shot"
+    assert res.analysis.session_started == "now"
 
 
 def test_a_file_uri_with_results_elsewhere(spark, tmp_path: Path) -> None:
     run_dir = _lossy(tmp_path / "run")
     out = tmp_path / "out"
     res = analyze((run_dir / "history.jsonl").as_uri(), out_dir=out)
-    assert res["anomalies"]["lost-write"]["count"] == 1
+    assert res.anomalies["lost-write"].count == 1
     assert (out / "results.json").is_file() and not (run_dir / "results.json").exists()
     assert res.analysis.jit == "long"  # the tests' session judges one history after another
     assert res.analysis.session_started == "reused"
@@ -79,9 +78,9 @@ def test_a_remote_history_is_read_through_hadoop(spark, tmp_path: Path) -> None:
     out = tmp_path / "out"
     src = HistorySource((run_dir / "history.jsonl").as_uri(), None, out, None)
     res = analyze(src)
-    assert res["anomalies"]["lost-write"]["count"] == 1
-    assert res["valid"] is True, res["problems"]
-    assert res["history"]["last_line"] == "cut"
+    assert res.anomalies["lost-write"].count == 1
+    assert res.valid is True, res.problems
+    assert res.history.last_line == "cut"
     assert (out / "results.json").is_file()
 
 

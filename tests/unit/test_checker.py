@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.checkers.anomalies import DEFAULT_ALLOWED
+from kafka_trial.checkers.results import Results
 from kafka_trial.spark_analysis import history_frames
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder
 from tests.results import ran
 
@@ -22,12 +23,10 @@ CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("checker") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "checker")
 
 
-def counts(res: dict) -> dict[str, int]:
+def counts(res: Results) -> dict[str, int | None]:
     return ran(res)
 
 
@@ -48,11 +47,11 @@ def clean(tmp: Path) -> Builder:
 
 def test_clean_history_is_valid(spark, tmp_path: Path) -> None:
     res = analyze(clean(tmp_path).done())
-    assert res["valid"] is True
+    assert res.valid is True
     assert all(c == 0 for c in counts(res).values()), counts(res)
-    assert res["stats"]["sends_attempted"] == 4
-    assert res["stats"]["records_read"] == 8  # the consumer's four and the drain's
-    assert res["stats"]["nemesis_ops"] == 1
+    assert res.stats.sends_attempted == 4
+    assert res.stats.records_read == 8  # the consumer's four and the drain's
+    assert res.stats.nemesis_ops == 1
     assert (tmp_path / "results.json").exists()
 
 
@@ -66,11 +65,11 @@ def test_lost_write(spark, tmp_path: Path) -> None:
     res = analyze(b.done())
     c = counts(res)
     assert c["lost-write"] == 1
-    assert res["anomalies"]["lost-write"]["examples"][0]["value"] == 11
+    assert res.anomalies["lost-write"].examples[0]["value"] == 11
     assert c["unseen"] == 0
-    assert res["valid"] is False
+    assert res.valid is False
     # The read jumped over the acknowledged offset 1 within one op: an int-poll-skip too.
-    assert res["forbidden_seen"] == ["int-poll-skip", "lost-write"]
+    assert res.forbidden_seen == ("int-poll-skip", "lost-write")
 
 
 @case("acks=0, missing from a partition read to its end")
@@ -137,8 +136,8 @@ def test_duplicate_allowed_keeps_run_valid(spark, tmp_path: Path) -> None:
     b.poll(1, [(5, 0, 0), (5, 0, 1)])
     b.drain(2, [(5, 0, 0), (5, 0, 1)], at_end={0: 2})
     res = analyze(b.done())
-    assert res["valid"] is True
-    assert res["allowed_seen"] == ["duplicate"]
+    assert res.valid is True
+    assert res.allowed_seen == ("duplicate",)
 
 
 @case("inconsistent offsets")
@@ -267,11 +266,11 @@ def test_truncated_history_is_analysed(
     with (run / "history.jsonl").open("a") as fh:
         fh.write('{"index": 99, "time": 1, "type": "ok", "pro')  # crash mid-line
     res = analyze(run)
-    assert res["history"]["last_line"] == "cut"
-    assert res["history"]["damaged_lines"] == 1
-    assert res["history"]["open_invokes"] == 1
-    assert res["valid"] is True  # the open send of 77 is indeterminate, not lost
-    assert res["stats"]["send_outcomes"].get("info") == 1
+    assert res.history.last_line == "cut"
+    assert res.history.damaged_lines == 1
+    assert res.history.open_invokes == 1
+    assert res.valid is True  # the open send of 77 is indeterminate, not lost
+    assert res.stats.send_outcomes.get("info") == 1
 
 
 def test_damage_inside_history_is_unknown(spark, tmp_path: Path) -> None:
@@ -280,8 +279,8 @@ def test_damage_inside_history_is_unknown(spark, tmp_path: Path) -> None:
     lines.insert(2, "garbage\n")
     (run / "history.jsonl").write_text("".join(lines))
     res = analyze(run)
-    assert res["valid"] == "unknown"
-    assert res["problems"]
+    assert res.valid == "unknown"
+    assert res.problems
 
 
 def test_missing_run_dir_is_a_clear_error(tmp_path: Path) -> None:
@@ -308,5 +307,5 @@ def test_a_bare_history_without_spec_is_judged_with_nothing_allowed(spark, tmp_p
     (run / "spec.json").unlink()
     res = analyze(run)
     # Only what every run allows (int-send-skip among them).
-    assert res["allowed"] == list(DEFAULT_ALLOWED) and "int-send-skip" in res["allowed"]
-    assert res["valid"] is False and res["forbidden_seen"] == ["lost-write"]
+    assert res.allowed == DEFAULT_ALLOWED and "int-send-skip" in res.allowed
+    assert res.valid is False and res.forbidden_seen == ("lost-write",)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kafka_trial.checkers.anomalies import ANOMALIES, NEED_WORDS
 from kafka_trial.checkers.app_guarantees import app_allows
+from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.spark_analysis.job import analyze, read_check_settings
 
@@ -121,7 +122,7 @@ def test_app_output_lost(spark, tmp_path: Path) -> None:
     """Input 2 was committed past and never output: INVALID for exactly-once."""
     res = analyze(app_run(tmp_path, [(1, 0, 0), (3, 0, 1), (4, 1, 0), (5, 1, 1)]))
     assert found(res) == {"app-output-lost": 1}
-    (ex,) = res["anomalies"]["app-output-lost"]["examples"]
+    (ex,) = res.anomalies["app-output-lost"].examples
     assert (ex["value"], ex["partition"], ex["offset"], ex["committed"]) == (2, 0, 1, 3)
     assert res.valid is False and res.forbidden_seen == ("app-output-lost",)
     assert "committed partition 0 past offset 1" in (ANOMALIES["app-output-lost"].explain(ex) or "")
@@ -132,7 +133,7 @@ def test_at_most_once_may_lose_an_output(spark, tmp_path: Path) -> None:
     res = analyze(run)
     assert found(res) == {"app-output-lost": 1}
     assert res.valid is True and "app-output-lost" in res.allowed
-    assert json.loads((run / "results.json").read_text())["allowed"][:1] == ["app-output-lost"]
+    assert Results.from_json(run / "results.json").allowed[:1] == ("app-output-lost",)
 
 
 def test_app_output_duplicate(spark, tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_app_output_duplicate(spark, tmp_path: Path) -> None:
     reorder (only first outputs count), and no input duplicate."""
     res = analyze(app_run(tmp_path, [*CLEAN_OUT, (1, 0, 3)]))
     assert found(res) == {"app-output-duplicate": 1}
-    (ex,) = res["anomalies"]["app-output-duplicate"]["examples"]
+    (ex,) = res.anomalies["app-output-duplicate"].examples
     assert ex["value"] == 1 and ex["copies"] == 2
     assert res.valid is False
 
@@ -155,7 +156,7 @@ def test_app_output_unexpected(spark, tmp_path: Path) -> None:
     """An output carrying 99, which nobody sent: no input `unexpected` either."""
     res = analyze(app_run(tmp_path, [*CLEAN_OUT, (99, 1, 2)], "at-least-once"))
     assert found(res) == {"app-output-unexpected": 1}
-    (ex,) = res["anomalies"]["app-output-unexpected"]["examples"]
+    (ex,) = res.anomalies["app-output-unexpected"].examples
     assert (ex["value"], ex["topic"], ex["partition"], ex["offset"]) == (99, OUT, 1, 2)
     assert res.valid is False
 
@@ -165,7 +166,7 @@ def test_app_output_reorder(spark, tmp_path: Path) -> None:
     out = [(1, 0, 0), (3, 0, 1), (2, 0, 2), (4, 1, 0), (5, 1, 1)]
     res = analyze(app_run(tmp_path / "ordered", out))
     assert found(res) == {"app-output-reorder": 1}
-    (ex,) = res["anomalies"]["app-output-reorder"]["examples"]
+    (ex,) = res.anomalies["app-output-reorder"].examples
     assert (ex["prev_value"], ex["value"], ex["key_partition"]) == (3, 2, 0)
     assert res.valid is False
     # Without per-key order declared, reordering is the app's right.
@@ -214,7 +215,7 @@ def test_a_lost_output_where_the_output_was_not_drained_is_undecided(spark, tmp_
     may sit in it, past where the drain stopped."""
     run = app_run(tmp_path, [(1, 0, 0), (3, 0, 1), (4, 1, 0)], out_ends={0: 2})
     res = analyze(run)
-    lost = res["anomalies"]["app-output-lost"]
-    assert lost["count"] == 2  # 2, and 5
-    assert lost["undecided"].startswith("the output drain did not read t-out/1 to its end")
+    lost = res.anomalies["app-output-lost"]
+    assert lost.count == 2  # 2, and 5
+    assert lost.undecided.startswith("the output drain did not read t-out/1 to its end")
     assert res.valid == "unknown"

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from kafka_trial.checkers.results import Results
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder
 
 CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("defects") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "defects")
 
 
-def count(res: dict, name: str) -> int:
-    return res["anomalies"][name]["count"]
+def count(res: Results, name: str) -> int | None:
+    return res.anomalies[name].count
 
 
 # --- aborted-read: only a value none of whose sends could have committed -------------
@@ -118,22 +116,22 @@ def test_without_the_drains_end_a_missing_tail_stays_unseen(judged: dict[str, Ju
 
 def test_an_empty_history_is_unknown(spark, tmp_path: Path) -> None:
     res = analyze(Builder(tmp_path).done())
-    assert res["valid"] == "unknown"
-    assert any("no client operations" in p for p in res["problems"])
+    assert res.valid == "unknown"
+    assert any("no client operations" in p for p in res.problems)
 
 
 def test_a_history_with_only_nemesis_ops_is_unknown(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path)
     b.nemesis("kill", {"brokers": [1]})
     res = analyze(b.done())
-    assert res["valid"] == "unknown"
+    assert res.valid == "unknown"
 
 
 def test_one_acknowledged_and_read_send_is_enough_to_judge(spark, tmp_path: Path) -> None:
     b = Builder(tmp_path)
     b.sends(0, [(1, 0, 0, "ok")])
     b.drain(1, [(1, 0, 0)], at_end={0: 1})
-    assert analyze(b.done())["valid"] is True
+    assert analyze(b.done()).valid is True
 
 
 # --- a run cut off before its final drain ------------------------------------------------
@@ -146,9 +144,9 @@ def test_without_a_drain_values_nobody_read_make_the_verdict_unknown(spark, tmp_
     b.nemesis("kill", {"brokers": [2]})
     res = analyze(b.done())
     assert count(res, "unseen") == 2
-    assert res["valid"] == "unknown" and res["forbidden_seen"] == []
-    assert res["anomalies"]["unseen"]["undecided"] == "the final drain never ran"
-    assert any("final drain never ran" in p for p in res["problems"])
+    assert res.valid == "unknown" and res.forbidden_seen == ()
+    assert res.anomalies["unseen"].undecided == "the final drain never ran"
+    assert any("final drain never ran" in p for p in res.problems)
 
 
 def test_a_drain_that_never_reached_a_partition_leaves_its_values_undecided(
@@ -162,10 +160,10 @@ def test_a_drain_that_never_reached_a_partition_leaves_its_values_undecided(
     b.drain(1, [(1, 0, 0)])  # read partition 0, never got partition 1 to its end
     res = analyze(b.done())
     assert count(res, "unseen") == 1
-    assert res["valid"] == "unknown" and res["forbidden_seen"] == []
-    why = res["anomalies"]["unseen"]["undecided"]
+    assert res.valid == "unknown" and res.forbidden_seen == ()
+    why = res.anomalies["unseen"].undecided
     assert why == "the final drain did not finish t/1 (no record returned)", why
-    assert any("t/1 (no record returned)" in p for p in res["problems"]), res["problems"]
+    assert any("t/1 (no record returned)" in p for p in res.problems), res.problems
 
 
 def test_without_a_drain_a_proven_loss_is_still_invalid(spark, tmp_path: Path) -> None:
@@ -173,7 +171,7 @@ def test_without_a_drain_a_proven_loss_is_still_invalid(spark, tmp_path: Path) -
     b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 1, 0, "ok")])
     b.poll(1, [(2, 0, 1)])  # a consumer read past offset 0: 1 is lost whatever follows
     res = analyze(b.done())
-    assert res["valid"] is False and "lost-write" in res["forbidden_seen"]
+    assert res.valid is False and "lost-write" in res.forbidden_seen
 
 
 # --- one session, many analyses: no stale answers ----------------------------------
@@ -187,7 +185,7 @@ def test_a_history_that_grew_is_judged_anew_in_the_same_session(spark, tmp_path:
     b = Builder(tmp_path)
     b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
     before = analyze(b.done())
-    assert before["valid"] == "unknown" and count(before, "unseen") == 2
+    assert before.valid == "unknown" and count(before, "unseen") == 2
     h = HistoryWriter(tmp_path / "history.jsonl", resume=True)
     h.invoke(1, "poll", [{"op": "poll", "role": "drain"}])
     done = {"op": "poll", "role": "drain", "records": [
@@ -198,7 +196,7 @@ def test_a_history_that_grew_is_judged_anew_in_the_same_session(spark, tmp_path:
     h.close()
     after = analyze(tmp_path)
     assert count(after, "unseen") == 0
-    assert after["valid"] is True, after["problems"]
+    assert after.valid is True, after.problems
 
 
 def test_a_run_that_asked_for_faults_and_injected_none_is_unknown(spark, tmp_path: Path) -> None:

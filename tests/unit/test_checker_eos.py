@@ -34,8 +34,8 @@ def test_eos_output_lost(spark, tmp_path: Path) -> None:
     b = copied(tmp_path)
     b.read_out(8, [(-2, 0, 0)])
     res = analyze(b.done())
-    assert res["anomalies"]["eos-output-lost"]["count"] == 1
-    assert res["anomalies"]["eos-output-lost"]["examples"][0]["value"] == 2
+    assert res.anomalies["eos-output-lost"].count == 1
+    assert res.anomalies["eos-output-lost"].examples[0]["value"] == 2
 
 
 def test_eos_output_duplicate(spark, tmp_path: Path) -> None:

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import TOPIC, Builder
 from tests.results import ran
 
@@ -24,9 +23,7 @@ CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("facts") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "facts")
 
 
 def counts(res: Any) -> dict[str, int]:
@@ -420,9 +417,9 @@ def test_beside_a_damaged_line_absence_is_unknown_and_presence_invalid(
     res = analyze(_with_damaged_line(b.done()))
     c = counts(res)
     assert (c["lost-write"], c["duplicate"]) == (1, 1), c
-    assert "damaged line" in res["anomalies"]["lost-write"]["undecided"]
-    assert res["anomalies"]["duplicate"]["undecided"] is None
-    assert res["valid"] is False and res["forbidden_seen"] == ["duplicate"]
+    assert "damaged line" in res.anomalies["lost-write"].undecided
+    assert res.anomalies["duplicate"].undecided is None
+    assert res.valid is False and res.forbidden_seen == ("duplicate",)
 
 
 def test_a_cut_off_run_is_unknown_and_decides_no_torn_txn(spark, tmp_path: Path) -> None:
@@ -436,8 +433,8 @@ def test_a_cut_off_run_is_unknown_and_decides_no_torn_txn(spark, tmp_path: Path)
     res = analyze(b.done())
     c = counts(res)
     assert (c["torn-txn"], c["unseen"]) == (0, 1), c
-    assert res["valid"] == "unknown" and res["forbidden_seen"] == []
-    assert any("final drain never ran" in p for p in res["problems"]), res["problems"]
+    assert res.valid == "unknown" and res.forbidden_seen == ()
+    assert any("final drain never ran" in p for p in res.problems), res.problems
 
 
 def test_a_history_of_group_events_only_tested_nothing(spark, tmp_path: Path) -> None:
@@ -445,8 +442,8 @@ def test_a_history_of_group_events_only_tested_nothing(spark, tmp_path: Path) ->
     b = Builder(tmp_path)
     b.op(5, "assign", {"op": "assign", "partitions": [0]})
     res = analyze(b.done())
-    assert res["valid"] == "unknown"
-    assert any("nothing was tested" in p for p in res["problems"]), res["problems"]
+    assert res.valid == "unknown"
+    assert any("nothing was tested" in p for p in res.problems), res.problems
 
 
 def test_group_events_beside_sends_and_a_drain_are_judged(spark, tmp_path: Path) -> None:
@@ -458,11 +455,11 @@ def test_group_events_beside_sends_and_a_drain_are_judged(spark, tmp_path: Path)
     _two_sends_apart(b, third=True)
     res = analyze(b.done())
     assert counts(res)["int-send-skip"] == 1
-    assert res["valid"] is True, res["problems"]
-    assert res["allowed_seen"] == ["int-send-skip"]
+    assert res.valid is True, res.problems
+    assert res.allowed_seen == ("int-send-skip",)
     # No transaction: the cycle search did not run (check.cycles: auto), and says so.
-    assert res["anomalies"]["G0"]["count"] is None
-    assert res["anomalies"]["G0"]["skipped"].startswith("the history holds no transaction")
+    assert res.anomalies["G0"].count is None
+    assert res.anomalies["G0"].skipped.startswith("the history holds no transaction")
 
 
 def test_a_drain_whose_polls_returned_nothing_is_unknown_for_every_partition(
@@ -478,8 +475,8 @@ def test_a_drain_whose_polls_returned_nothing_is_unknown_for_every_partition(
     b.drain(9, [])
     res = analyze(b.done())
     assert counts(res)["unseen"] == 2
-    assert res["valid"] == "unknown" and res["forbidden_seen"] == []
-    why = res["anomalies"]["unseen"]["undecided"]
+    assert res.valid == "unknown" and res.forbidden_seen == ()
+    why = res.anomalies["unseen"].undecided
     assert "t/0 (no record returned), t/1 (no record returned)" in why, why
     assert "not healthy before the drain (await-healthy ended info)" in why, why
 
@@ -489,8 +486,8 @@ def test_a_drain_that_stopped_partway_names_the_time_limit(spark, tmp_path: Path
     b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok")])
     b.drain(9, [(1, 0, 0)])  # no end marker: the drain's time ran out
     res = analyze(b.done())
-    assert res["valid"] == "unknown"
-    assert res["anomalies"]["unseen"]["undecided"].startswith(
+    assert res.valid == "unknown"
+    assert res.anomalies["unseen"].undecided.startswith(
         "the final drain did not finish t/0 (time limit"
     )
 
@@ -502,4 +499,4 @@ def test_an_allowed_unseen_value_adds_no_problem(spark, tmp_path: Path) -> None:
     b.drain(9, [(1, 0, 0)])
     res = analyze(b.done())
     assert counts(res)["unseen"] == 1
-    assert res["valid"] is True, res["problems"]
+    assert res.valid is True, res.problems

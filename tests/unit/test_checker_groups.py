@@ -26,11 +26,11 @@ def test_group_missed(spark, tmp_path: Path) -> None:
     b.op(5, "crash", {"op": "crash", "point": "before-process"})
     b.group_offsets(9, {0: 3})  # committed past 2 and 3, which nobody processed
     res = analyze(b.done())
-    assert res["anomalies"]["group-missed"]["count"] == 2
-    assert [e["value"] for e in res["anomalies"]["group-missed"]["examples"]] == [2, 3]
-    assert res["anomalies"]["group-redelivered"]["count"] == 0
+    assert res.anomalies["group-missed"].count == 2
+    assert [e["value"] for e in res.anomalies["group-missed"].examples] == [2, 3]
+    assert res.anomalies["group-redelivered"].count == 0
     # The report says what the workload did to itself, beside the verdict.
-    assert res["stats"]["client_events"] == {"crash": 1}
+    assert res.stats.client_events == {"crash": 1}
     text = render(res, tmp_path)
     assert "client events: crash 1" in text and "group-missed" in text
 

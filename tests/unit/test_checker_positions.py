@@ -11,29 +11,27 @@ alone."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from kafka_trial.checkers.results import AnomalyResult
 from kafka_trial.spark_analysis import checks_reads
 from kafka_trial.spark_analysis.history_frames import load
 from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.shared_frames import Plan
 
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder, group_poll
 
 CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("positions") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "positions")
 
 
-def anomalies(run: Path) -> dict[str, Any]:
-    return analyze(run)["anomalies"]
+def anomalies(run: Path) -> dict[str, AnomalyResult]:
+    return analyze(run).anomalies
 
 
 def acked(b: Builder, n: int, partition: int = 0) -> Builder:
@@ -251,10 +249,10 @@ def test_skip_over_offset_known_from_the_drain_is_poll_skip_sorted(
     """The same, with no broadcast (a setting of the whole analysis: judged alone)."""
     monkeypatch.setattr(checks_reads, "_BROADCAST_ROWS", 0)
     res = anomalies(_skip_over_drain_known(Builder(tmp_path)).done())
-    assert res["poll-skip"]["count"] == 1
-    ex = res["poll-skip"]["examples"][0]
+    assert res["poll-skip"].count == 1
+    ex = res["poll-skip"].examples[0]
     assert (ex["prev_offset"], ex["offset"], ex["skipped_values"]) == (0, 2, [1])
-    assert res["int-poll-skip"]["count"] == 0
+    assert res["int-poll-skip"].count == 0
 
 
 @case("skip within an op over an offset the drain read")

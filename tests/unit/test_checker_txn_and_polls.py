@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder
 
 CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("txn-polls") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "txn-polls")
 
 
 # --- sends out of order -----------------------------------------------------------------
@@ -327,6 +324,6 @@ def test_torn_txn(spark, tmp_path: Path) -> None:
     # The drain read every partition to its end (offset 1 is each one's commit marker).
     b.drain(8, [(1, 0, 0), (2, 1, 0)], at_end={0: 2, 1: 2, 2: 2})
     res = analyze(b.done())
-    assert res["anomalies"]["torn-txn"]["count"] == 1
-    assert res["anomalies"]["torn-txn"]["examples"][0]["missing"] == [3]
-    assert res["valid"] is False
+    assert res.anomalies["torn-txn"].count == 1
+    assert res.anomalies["torn-txn"].examples[0]["missing"] == [3]
+    assert res.valid is False

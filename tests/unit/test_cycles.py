@@ -32,7 +32,7 @@ from kafka_trial.spark_analysis.cycle_graph import (
 
 from tests import reference_checker as ref
 from tests import txn_histories as th
-from tests.batched import Cases, Judged, judge
+from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder, rec, send
 
 CYCLES = ("G0", "G1c", "G1c-process", "G1c-realtime")
@@ -171,9 +171,7 @@ CASES = Cases()
 case = CASES.add
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
-    return judge(spark, tmp_path_factory.mktemp("cycles") / "history.jsonl", CASES)
+judged = judged_fixture(CASES, "cycles")
 
 
 def _cycles(j: Judged) -> dict[str, list[dict[str, Any]]]:

@@ -56,8 +56,8 @@ def test_a_damaged_interior_line_is_reported(spark, tmp_path: Path) -> None:
     run_dir = _valid_history(tmp_path).done()
     _insert_after_first_line(run_dir / "history.jsonl", b'{"index": 1, "ti')
     res = analyze(run_dir)
-    assert res["valid"] == "unknown"
-    assert any("1 damaged line" in p for p in res["problems"]), res["problems"]
+    assert res.valid == "unknown"
+    assert any("1 damaged line" in p for p in res.problems), res.problems
 
 
 def test_a_damaged_interior_line_is_reported_when_the_last_line_lacks_its_newline(
@@ -70,8 +70,8 @@ def test_a_damaged_interior_line_is_reported_when_the_last_line_lacks_its_newlin
     _insert_after_first_line(path, b"garbage")
     path.write_bytes(path.read_bytes().rstrip(b"\n"))
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "ok"
-    assert res["valid"] == "unknown", res["problems"]
+    assert res.history.last_line == "ok"
+    assert res.valid == "unknown", res.problems
 
 
 def test_a_damaged_interior_line_is_reported_after_a_long_last_line(spark, tmp_path: Path) -> None:
@@ -81,8 +81,8 @@ def test_a_damaged_interior_line_is_reported_after_a_long_last_line(spark, tmp_p
     run_dir = b.done()
     _insert_after_first_line(run_dir / "history.jsonl", b"garbage")
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "ok"
-    assert res["valid"] == "unknown", res["problems"]
+    assert res.history.last_line == "ok"
+    assert res.valid == "unknown", res.problems
 
 
 def test_a_last_line_cut_mid_write_is_tolerated(spark, tmp_path: Path) -> None:
@@ -91,8 +91,8 @@ def test_a_last_line_cut_mid_write_is_tolerated(spark, tmp_path: Path) -> None:
     with (run_dir / "history.jsonl").open("ab") as fh:
         fh.write(b'{"index": 9, "time": 1, "ty')
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "cut"
-    assert res["valid"] is True, res["problems"]
+    assert res.history.last_line == "cut"
+    assert res.valid is True, res.problems
 
 
 # --- defect 4: a field that does not convert must not drop its line silently -------
@@ -125,16 +125,16 @@ def test_a_field_that_does_not_convert_counts_its_line_as_damaged(
     spark, tmp_path: Path, value: str, offset: str
 ) -> None:
     res = analyze(_with_consumer_poll(tmp_path, value, offset))
-    assert res["history"]["damaged_lines"] == 1
-    assert res["valid"] == "unknown", res["problems"]
+    assert res.history.damaged_lines == 1
+    assert res.valid == "unknown", res.problems
 
 
 def test_values_at_the_int64_bounds_parse(spark, tmp_path: Path) -> None:
     """The clean twin: the extreme values fit, the poll's records all count (and the
     value nobody sent is `unexpected`, which proves the record was read)."""
     res = analyze(_with_consumer_poll(tmp_path, str(2**63 - 1), "1"))
-    assert res["history"]["damaged_lines"] == 0
-    assert res["stats"]["records_read"] == 3  # the drain's one and the poll's two
-    assert res["anomalies"]["unexpected"]["count"] == 1
+    assert res.history.damaged_lines == 0
+    assert res.stats.records_read == 3  # the drain's one and the poll's two
+    assert res.anomalies["unexpected"].count == 1
     res = analyze(_with_consumer_poll(tmp_path / "min", str(-(2**63)), "1"))
-    assert res["history"]["damaged_lines"] == 0 and res["stats"]["records_read"] == 3
+    assert res.history.damaged_lines == 0 and res.stats.records_read == 3

@@ -19,8 +19,8 @@ from kafka_trial.spark_analysis.follow_parse import Followed, Follower, file_sha
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.native_parse import to_parquet
 
+from tests import random_histories
 from tests.histories import Builder
-from tests.unit import test_differential as diff
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -31,7 +31,7 @@ def _rows(parquet: Path) -> list[dict[str, Any]]:
 
 def _history(tmp: Path, seed: int = 1) -> bytes:
     path = tmp / f"source-{seed}.jsonl"
-    diff.write([diff.history(seed, i) for i in range(30)], path)
+    random_histories.write([random_histories.history(seed, i) for i in range(30)], path)
     return path.read_bytes()
 
 

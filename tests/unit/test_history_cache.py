@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kafka_trial.checkers.results import Results
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import Builder
@@ -19,7 +20,7 @@ def _cache_every_history(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKA_TRIAL_CACHE_MIN_BYTES", "0")
 
 
-def _counts(res: dict) -> dict[str, int]:
+def _counts(res: Results) -> dict[str, int | None]:
     return ran(res)
 
 
@@ -34,14 +35,14 @@ def _history(run_dir: Path) -> Path:
 def test_the_second_analysis_reads_the_cache_and_agrees(spark, tmp_path: Path) -> None:
     run_dir = _history(tmp_path)
     first = analyze(run_dir)
-    assert first["analysis"]["cache"] == "written"
+    assert first.analysis.cache == "written"
     assert (run_dir / "history.parquet").is_dir()
     second = analyze(run_dir)
-    assert second["analysis"]["cache"] == "hit"
+    assert second.analysis.cache == "hit"
     assert _counts(second) == _counts(first)
-    assert second["stats"] == first["stats"]
-    assert second["history"] == first["history"]
-    assert first["anomalies"]["lost-write"]["count"] == 1
+    assert second.stats == first.stats
+    assert second.history == first.history
+    assert first.anomalies["lost-write"].count == 1
 
 
 def test_a_history_that_changed_is_parsed_again(spark, tmp_path: Path) -> None:
@@ -50,8 +51,8 @@ def test_a_history_that_changed_is_parsed_again(spark, tmp_path: Path) -> None:
     with (run_dir / "history.jsonl").open("a") as fh:
         fh.write("garbage\n")
     res = analyze(run_dir)
-    assert res["analysis"]["cache"] == "written"
-    assert res["history"]["damaged_lines"] == 1
+    assert res.analysis.cache == "written"
+    assert res.history.damaged_lines == 1
 
 
 def test_a_cache_whose_record_disagrees_is_not_used(spark, tmp_path: Path) -> None:
@@ -61,10 +62,10 @@ def test_a_cache_whose_record_disagrees_is_not_used(spark, tmp_path: Path) -> No
     record = json.loads(side.read_text())
     record["ends_sha256"] = "0" * 64
     side.write_text(json.dumps(record))
-    assert analyze(run_dir)["analysis"]["cache"] == "written"
+    assert analyze(run_dir).analysis.cache == "written"
     side.write_text("{not json")
-    assert analyze(run_dir)["analysis"]["cache"] == "written"
-    assert analyze(run_dir)["analysis"]["cache"] == "hit"
+    assert analyze(run_dir).analysis.cache == "written"
+    assert analyze(run_dir).analysis.cache == "hit"
 
 
 def test_a_read_only_run_directory_is_still_judged(spark, tmp_path: Path) -> None:
@@ -76,12 +77,12 @@ def test_a_read_only_run_directory_is_still_judged(spark, tmp_path: Path) -> Non
     finally:
         run_dir.chmod(0o755)
     # root may write anyway; either way the verdict is the same.
-    assert res["analysis"]["cache"] in ("written", "unwritable")
-    assert res["anomalies"]["lost-write"]["count"] == 1
+    assert res.analysis.cache in ("written", "unwritable")
+    assert res.anomalies["lost-write"].count == 1
 
 
 def test_a_small_history_is_not_cached(spark, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KAFKA_TRIAL_CACHE_MIN_BYTES", str(1 << 20))
     run_dir = _history(tmp_path)
-    assert analyze(run_dir)["analysis"]["cache"] == "small"
+    assert analyze(run_dir).analysis.cache == "small"
     assert not (run_dir / "history.parquet").exists()

@@ -10,86 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_trial.checkers.results import DamagedLine, Results
 from kafka_trial.spark_analysis.history_parse import read_json
 from kafka_trial.spark_analysis.job import analyze, last_line_state
 from kafka_trial.spark_analysis.sources import LocalFile
 
 from tests.histories import Builder
+from tests.history_lines import LINES, NEMESIS, op_line, poll_line
 from tests.results import ran
-
-
-def _line(index: int, **over: Any) -> str:
-    d: dict[str, Any] = {
-        "index": index,
-        "time": index,
-        "type": "ok",
-        "process": 7,
-        "f": "poll",
-        "value": [{"op": "poll", "records": [rec(1, 0)]}],
-    }
-    d.update(over)
-    return json.dumps(d, separators=(",", ":"))
-
-
-def rec(value: Any, offset: Any) -> dict[str, Any]:
-    return {"topic": "t", "partition": 0, "offset": offset, "value": value}
-
-
-def _poll(index: int, value: Any, offset: Any = 0) -> str:
-    """A poll whose one record has this value and offset, written as raw JSON."""
-    return (
-        f'{{"index":{index},"time":1,"type":"ok","process":7,"f":"poll","value":'
-        f'[{{"op":"poll","records":[{{"topic":"t","partition":0,"offset":{offset},'
-        f'"value":{value}}}]}}]}}'
-    )
-
-
-NEMESIS = '{{"index":{i},"time":1,"type":"info","process":"nemesis","f":"kill","value":{v}}}'
-
-# (line, damaged?). Indices of the whole lines are unique, so each row is traceable.
-LINES: list[tuple[str, bool]] = [
-    (_line(1), False),
-    (NEMESIS.format(i=2, v='{"nodes":["b1"],"n":3}'), False),
-    (NEMESIS.format(i=3, v='["b1","b2"]'), False),
-    (NEMESIS.format(i=4, v="null"), False),
-    (_line(5, process=8, f="stall", value=[{"op": "stall", "ms": 10}]), False),
-    (_poll(6, 2**63 - 1), False),
-    (_poll(7, -(2**63)), False),
-    (_line(8, value=[{"op": "poll", "records": [rec(None, 3)]}]), False),
-    ("{'index':9,'time':1,'type':'ok','process':7,'f':'poll','value':[]}", False),
-    (_line(10, type="invoke", value=[{"op": "poll"}]), False),
-    # Spark keeps what it parsed of these (index and type too) and marks them corrupt:
-    (_poll(20, 2**64), True),
-    (_poll(21, -(2**63) - 1), True),
-    (_poll(22, 2.5), True),
-    (_poll(23, 1, '"abc"'), True),
-    (
-        _line(24, value=[{"op": "send", "topic": "t", "partition": 0, "value": 2**64}], f="send"),
-        True,
-    ),
-    (_line(25, value=[{"op": "send", "topic": "t", "partition": "x", "value": 1}], f="send"), True),
-    (_line(26, value={"op": "poll"}), True),  # a client's value is a list
-    (_line(27, value=None), True),
-    (_line(28, value=[None]), True),
-    (_line(29, value=[{"op": "pol"}]), True),  # no such micro-op: its records would vanish
-    (_line(30, value=[{"records": []}]), True),
-    (_line(31, value=[{"op": "poll", "records": [None]}]), True),
-    (_line(32, type="OK"), True),
-    (_line(33, process=None), True),
-    (_line(34).replace('"index":34', '"index":"x34"'), True),
-    (NEMESIS.format(i=35, v='[{"op":"x","a"'), True),  # cut inside a list: parsed in part
-    ('{"index":36,"time":"soon","type":"ok","process":"nemesis","f":"kill","value":{}}', True),
-    # The JSON reader stops after one object: the rest of the line would vanish.
-    (_line(37) + " junk", True),
-    (_line(38) + '{"index":39,"time":1,"ty', True),
-    # Not one op each: an array (the JSON reader makes a row per element, or none).
-    ("[" + _line(40) + "," + _line(41) + "]", True),
-    ("[]", True),
-    ("null", True),
-    ("5", True),
-    ("{}", True),
-    ("garbage", True),
-]
 
 
 def test_every_line_is_an_op_or_counted_as_damaged(spark, tmp_path: Path) -> None:
@@ -116,14 +44,14 @@ def _state(tmp_path: Path, data: bytes) -> str:
 
 
 def test_trailing_blank_lines_are_not_the_last_line(tmp_path: Path) -> None:
-    line = _line(1).encode()
+    line = op_line(1).encode()
     assert _state(tmp_path, line + b"\n\n  \n") == "ok"
     assert _state(tmp_path, line + b"\n" + line[:20] + b"\n\n") == "damaged"
     assert _state(tmp_path, line + b"\n" + line[:20] + b"   ") == "cut"
     assert _state(tmp_path, line + b"\r\n" + line + b"\r\n") == "ok"
     assert _state(tmp_path, b"\n \n") == "empty"
     # A very long last line with a short one before it is found whole.
-    long_line = _line(2, error="e" * 200_000).encode()
+    long_line = op_line(2, error="e" * 200_000).encode()
     assert _state(tmp_path, line + b"\n" + long_line) == "ok"
     assert _state(tmp_path, line + b"\n" + long_line[:150_000]) == "cut"
 
@@ -153,10 +81,10 @@ def test_a_nemesis_line_cut_inside_its_value_is_reported(spark, tmp_path: Path) 
     with path.open("a") as fh:
         fh.write('{"index": 91, "time": 1, "ty')
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "cut"
-    assert res["history"]["damaged_lines"] == 2
-    assert res["valid"] == "unknown", res["problems"]
-    assert any("1 damaged line" in p and "index 90" in p for p in res["problems"])
+    assert res.history.last_line == "cut"
+    assert res.history.damaged_lines == 2
+    assert res.valid == "unknown", res.problems
+    assert any("1 damaged line" in p and "index 90" in p for p in res.problems)
 
 
 def test_a_cut_last_line_alone_is_forgiven(spark, tmp_path: Path) -> None:
@@ -167,9 +95,9 @@ def test_a_cut_last_line_alone_is_forgiven(spark, tmp_path: Path) -> None:
     with path.open("a") as fh:
         fh.write('{"index": 91, "time": 1, "ty')
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "cut"
-    assert res["history"]["damaged_lines"] == 1
-    assert res["valid"] is True, res["problems"]
+    assert res.history.last_line == "cut"
+    assert res.history.damaged_lines == 1
+    assert res.valid is True, res.problems
 
 
 def test_a_last_line_only_python_rejects_forgives_nothing(spark, tmp_path: Path) -> None:
@@ -181,30 +109,30 @@ def test_a_last_line_only_python_rejects_forgives_nothing(spark, tmp_path: Path)
     with path.open("a") as fh:
         fh.write("{'index':90,'time':1,'type':'info','process':'nemesis','f':'note','value':1}")
     res = analyze(run_dir)
-    assert res["history"]["last_line"] == "ok"
-    assert res["history"]["damaged_lines"] == 1
-    assert res["valid"] == "unknown", res["problems"]
+    assert res.history.last_line == "ok"
+    assert res.history.damaged_lines == 1
+    assert res.valid == "unknown", res.problems
 
 
 def test_a_send_beyond_int64_is_damaged_and_named(spark, tmp_path: Path) -> None:
     """Another tool's history: a send of 2**64. Spark nulled the value; the send
     would have been a send of null, or vanished."""
     run_dir = _valid(tmp_path)
-    big = _line(
+    big = op_line(
         90, process=9, f="send", type="invoke", value=[{"op": "send", "topic": "t", "value": 2**64}]
     )
     _insert_after_first_line(run_dir / "history.jsonl", big)
     res = analyze(run_dir)
-    assert res["history"]["damaged_lines"] == 1
-    assert res["history"]["damaged_examples"] == [{"index": 90, "line": big[:200]}]
-    assert res["valid"] == "unknown"
-    assert any("index 90" in p for p in res["problems"]), res["problems"]
+    assert res.history.damaged_lines == 1
+    assert res.history.damaged_examples == (DamagedLine(index=90, line=big[:200]),)
+    assert res.valid == "unknown"
+    assert any("index 90" in p for p in res.problems), res.problems
 
 
 def test_a_send_at_the_int64_bound_is_an_attempt(spark, tmp_path: Path) -> None:
     """The clean twin: 2**63 - 1 is a value like any other (never acked, so not lost)."""
     run_dir = _valid(tmp_path)
-    top = _line(
+    top = op_line(
         90,
         process=9,
         f="send",
@@ -213,9 +141,9 @@ def test_a_send_at_the_int64_bound_is_an_attempt(spark, tmp_path: Path) -> None:
     )
     _insert_after_first_line(run_dir / "history.jsonl", top)
     res = analyze(run_dir)
-    assert res["history"]["damaged_lines"] == 0
-    assert res["stats"]["sends_attempted"] == 3
-    assert res["valid"] is True, res["problems"]
+    assert res.history.damaged_lines == 0
+    assert res.stats.sends_attempted == 3
+    assert res.valid is True, res.problems
 
 
 # --- the columnar cache ----------------------------------------------------------------
@@ -226,14 +154,14 @@ def _cache_every_history(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKA_TRIAL_CACHE_MIN_BYTES", "0")
 
 
-def _judged(res: dict[str, Any]) -> dict[str, Any]:
+def _judged(res: Results) -> dict[str, Any]:
     return {
-        "valid": res["valid"],
+        "valid": res.valid,
         "counts": ran(res),
-        "examples": {k: v["examples"] for k, v in res["anomalies"].items()},
-        "history": res["history"],
-        "problems": res["problems"],
-        "stats": res["stats"],
+        "examples": {k: a.examples for k, a in res.anomalies.items()},
+        "history": res.history,
+        "problems": res.problems,
+        "stats": res.stats,
     }
 
 
@@ -246,35 +174,35 @@ def test_the_cache_answers_exactly_as_the_json(spark, tmp_path: Path) -> None:
     b.drain(1, [(1, 0, 0), (3, 0, 2)], at_end={0: 3})
     run_dir = b.done()
     path = run_dir / "history.jsonl"
-    _insert_after_first_line(path, _poll(90, 2**64))
+    _insert_after_first_line(path, poll_line(90, 2**64))
     with path.open("a") as fh:
         fh.write('{"index": 91, "time": 1, "ty')
     cache, side = run_dir / "history.parquet", run_dir / "history.parquet.json"
 
     first = analyze(run_dir)
-    assert (first["analysis"]["cache"], first["analysis"]["cache_found"]) == ("written", "none")
+    assert (first.analysis.cache, first.analysis.cache_found) == ("written", "none")
     assert cache.is_dir() and json.loads(side.read_text())["size"] == path.stat().st_size
-    assert first["anomalies"]["lost-write"]["count"] == 1
-    assert first["history"]["damaged_lines"] == 2 and first["history"]["last_line"] == "cut"
+    assert first.anomalies["lost-write"].count == 1
+    assert first.history.damaged_lines == 2 and first.history.last_line == "cut"
     second = analyze(run_dir)
-    assert (second["analysis"]["cache"], second["analysis"]["cache_found"]) == ("hit", "current")
+    assert (second.analysis.cache, second.analysis.cache_found) == ("hit", "current")
     assert _judged(second) == _judged(first)
 
     # A data file of the cache cut short: not used, rebuilt.
     part = next(p for p in cache.iterdir() if p.name.startswith("part-"))
     part.write_bytes(part.read_bytes()[:10])
     third = analyze(run_dir)
-    assert (third["analysis"]["cache"], third["analysis"]["cache_found"]) == ("written", "stale")
+    assert (third.analysis.cache, third.analysis.cache_found) == ("written", "stale")
     assert _judged(third) == _judged(first)
 
     # The history grew: the old cut line is now inside it, and counts.
     with path.open("a") as fh:
-        fh.write("\n" + _line(92, process=5, type="invoke", value=[{"op": "poll"}]) + "\n")
+        fh.write("\n" + op_line(92, process=5, type="invoke", value=[{"op": "poll"}]) + "\n")
     fourth = analyze(run_dir)
-    assert (fourth["analysis"]["cache"], fourth["analysis"]["cache_found"]) == ("written", "stale")
-    assert fourth["history"]["last_line"] == "ok"
-    assert fourth["history"]["damaged_lines"] == 2
-    assert any("2 damaged line" in p for p in fourth["problems"]), fourth["problems"]
+    assert (fourth.analysis.cache, fourth.analysis.cache_found) == ("written", "stale")
+    assert fourth.history.last_line == "ok"
+    assert fourth.history.damaged_lines == 2
+    assert any("2 damaged line" in p for p in fourth.problems), fourth.problems
 
 
 @pytest.mark.usefixtures("_cache_every_history")
@@ -286,9 +214,9 @@ def test_a_cache_with_a_wrong_record_is_not_used(spark, tmp_path: Path) -> None:
     # Same bytes, a record of an older format: its rows may mean something else.
     side.write_text(json.dumps({**record, "format": 1}))
     res = analyze(run_dir)
-    assert (res["analysis"]["cache"], res["analysis"]["cache_found"]) == ("written", "stale")
+    assert (res.analysis.cache, res.analysis.cache_found) == ("written", "stale")
     # A record whose Parquet is gone.
     shutil.rmtree(run_dir / "history.parquet")
     res = analyze(run_dir)
-    assert (res["analysis"]["cache"], res["analysis"]["cache_found"]) == ("written", "stale")
-    assert res["valid"] is True
+    assert (res.analysis.cache, res.analysis.cache_found) == ("written", "stale")
+    assert res.valid is True

@@ -5,7 +5,6 @@ which still give a page that says what is missing."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from kafka_trial.report.faults import faults
 from kafka_trial.report.html import write_report
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.histories import Builder
+from tests.histories import lossy
 from tests.results import made_results
 
 # A request would need a URL in an attribute that loads something; the SVG namespace
@@ -22,32 +21,10 @@ from tests.results import made_results
 _LOADS = re.compile(r"""(?:src|href|action|url\()\s*=?\s*["']?\s*(?:https?:)?//""", re.I)
 
 
-def lossy(run_dir: Path, lose: bool = True, storage: bool = False) -> Path:
-    """Value 11 acknowledged at partition 0 offset 1 while broker 1 is killed; with
-    `lose`, no read returns it although reads and the drain pass offset 1. With
-    `storage`, a power loss and a corruption that did not take effect come first."""
-    b = Builder(run_dir)
-    b.sends(0, [(10, 0, 0, "ok")])
-    if storage:
-        lost = {"2": {"files": 3, "bytes": 1832663, "paths": ["trial-0/0.log"]}}
-        b.nemesis("power-loss", {"target": "all", "brokers": [2], "lost": lost})
-        b.nemesis("start", {"brokers": [2]})
-        b.h.invoke("nemesis", "corrupt", {"target": "leader", "mode": "bitflip"})
-        b.h.complete("info", "nemesis", "corrupt", None, "nothing corrupted: {'1': 'empty'}")
-    b.nemesis("kill", {"target": "leader", "brokers": [1]})
-    time.sleep(0.05)  # the fault band has a width
-    b.sends(0, [(11, 0, 1, "ok"), (12, 0, 2, "ok")])
-    b.nemesis("start", {"brokers": [1]})
-    seen = [(10, 0, 0), (12, 0, 2)] if lose else [(10, 0, 0), (11, 0, 1), (12, 0, 2)]
-    b.poll(1, seen)
-    b.drain(2, seen, at_end={0: 3})
-    return b.done()
-
-
 def test_a_lost_write_is_explained_with_its_witness_and_the_fault(spark, tmp_path: Path) -> None:
     run = lossy(tmp_path / "lossy")
     res = analyze(run, report=True)
-    assert res["anomalies"]["lost-write"]["count"] == 1
+    assert res.anomalies["lost-write"].count == 1
     html = write_report(run).read_text()
     section = html[html.index('id="a-lost-write"') :]
     section = section[: section.index("</section>")]
@@ -71,7 +48,7 @@ def test_a_lost_write_is_explained_with_its_witness_and_the_fault(spark, tmp_pat
 def test_the_clean_twin_has_no_witness(spark, tmp_path: Path) -> None:
     run = lossy(tmp_path / "clean", lose=False, storage=True)
     res = analyze(run, report=True)
-    assert res["valid"] is True
+    assert res.valid is True
     html = write_report(run).read_text()
     # What each fault did, as its completion records it, and why one did nothing.
     did = html[html.index("What the faults did") :]
@@ -120,7 +97,7 @@ def test_an_empty_history_gives_a_report(spark, tmp_path: Path) -> None:
     (run / "history.jsonl").write_text("")
     res = analyze(run, report=True)
     html = write_report(run).read_text()
-    assert res["valid"] != True  # noqa: E712 -- nothing tested is not valid
+    assert res.valid != True  # noqa: E712 -- nothing tested is not valid
     assert "UNKNOWN" in html and "nothing was tested" in html
     assert "no fault in this run" in html
 

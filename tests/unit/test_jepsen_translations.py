@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kafka_trial.contracts.history import HistoryWriter
 
 from tests import reference_checker as ref
+from tests.batched import judged_fixture
 from tests.histories import Builder
 
 KEYS = {"x": 0, "y": 1}
@@ -366,17 +366,18 @@ def _which(row: dict[str, Any], process_of: dict[int, int]) -> int:
     return process_of[row["first_op"]] // 100
 
 
-@pytest.fixture(scope="module")
-def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
+def _judge(spark: Any, path: Path, translations: dict[str, Any]) -> dict[str, Judged]:
+    """Every translation written into one history, translation n as J(h, n) writes it
+    (topic j{n}, processes 100n + k), every check's rows given back to the translation
+    they name, beside what tests/reference_checker.py finds in its ops."""
     from kafka_trial.spark_analysis.history_frames import load
     from kafka_trial.spark_analysis.queue_checks import CHECKS
     from kafka_trial.spark_analysis.shared_frames import Plan
     from pyspark.sql import functions as F
 
-    path = tmp_path_factory.mktemp("jepsen") / "history.jsonl"
     h = HistoryWriter(path)
     made = {}
-    for n, (name, build) in enumerate(TRANSLATIONS.items()):
+    for n, (name, build) in enumerate(translations.items()):
         made[name] = J(h, n)
         build(made[name])
     h.close()
@@ -399,6 +400,9 @@ def judged(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]
         name: Judged(j, rows[j.n], None if j.rebalances else ref.check(ops[j.n]))
         for name, j in made.items()
     }
+
+
+judged = judged_fixture(TRANSLATIONS, "jepsen", judge=_judge)
 
 
 # --- the assertions -----------------------------------------------------------------
@@ -590,13 +594,13 @@ def test_empty_history_is_not_valid(spark, tmp_path: Path) -> None:
 
     b = Builder(tmp_path)
     b.op(0, "assign", {"op": "assign", "partitions": [0]})
-    assert analyze(b.done())["valid"] == "unknown"
+    assert analyze(b.done()).valid == "unknown"
 
 
 def test_the_reference_agrees_on_every_translation(judged: dict[str, Judged]) -> None:
     """The plain-Python reference derives the same answers from the same histories
     (those with rebalance events excepted: it does not model them)."""
-    from tests.unit.test_differential import spark_keys
+    from tests.random_histories import spark_keys
 
     checked = 0
     for name, j in judged.items():

@@ -13,8 +13,8 @@ from kafka_trial.harness.cli import main
 from kafka_trial.harness.runner import point_latest
 from kafka_trial.report.junit import write_junit
 
+from tests.histories import lossy
 from tests.results import made_results
-from tests.unit.test_html_report import lossy
 
 
 def _results(valid: Any = False, problems: tuple[str, ...] = (), **counts: Any) -> Results:

@@ -18,10 +18,10 @@ from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.native_parse import to_parquet
 from kafka_trial.spark_analysis.sources import resolve
 
+from tests import random_histories
 from tests.histories import Builder
+from tests.history_lines import LINES, op_line
 from tests.results import ran
-from tests.unit import test_differential as diff
-from tests.unit.test_history_parsing import LINES, _line
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -49,8 +49,10 @@ def test_random_histories_give_spark_s_rows(spark: Any, tmp_path: Path) -> None:
     # offsets, and the nemesis; two batches of 60 histories.
     for seed in (1, 2):
         path = tmp_path / f"h{seed}.jsonl"
-        diff.write([diff.history(seed, i) for i in range(60)], path)
-        diff.write_txn_batch(diff.txn_batch(seed), tmp_path / f"t{seed}.jsonl")
+        random_histories.write([random_histories.history(seed, i) for i in range(60)], path)
+        random_histories.write_txn_batch(
+            random_histories.txn_batch(seed), tmp_path / f"t{seed}.jsonl"
+        )
         for p in (path, tmp_path / f"t{seed}.jsonl"):
             native = native_rows(p, tmp_path)
             assert native is not None, f"{p.name}: declined a history the writer wrote"
@@ -66,8 +68,8 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
     """A line of each kind of micro-op item, the int64 bounds, null fields, a
     nemesis value that comes before the op's index, a string process, blank lines."""
     lines = [
-        _line(1),
-        _line(
+        op_line(1),
+        op_line(
             2,
             f="send",
             type="invoke",
@@ -82,7 +84,7 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 }
             ],
         ),
-        _line(
+        op_line(
             3,
             f="send",
             value=[
@@ -97,7 +99,7 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 }
             ],
         ),
-        _line(
+        op_line(
             4,
             f="group-offsets",
             value=[
@@ -108,7 +110,7 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 }
             ],
         ),
-        _line(
+        op_line(
             5,
             process="drain",
             value=[
@@ -120,9 +122,9 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 }
             ],
         ),
-        _line(6, f="assign", value=[{"op": "assign", "partitions": [0, 2]}]),
-        _line(7, f="stall", value=[{"op": "stall", "ms": 10}]),
-        _line(
+        op_line(6, f="assign", value=[{"op": "assign", "partitions": [0, 2]}]),
+        op_line(7, f="stall", value=[{"op": "stall", "ms": 10}]),
+        op_line(
             8,
             value=[
                 {
@@ -131,10 +133,10 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 }
             ],
         ),
-        _line(9, value=[]),
+        op_line(9, value=[]),
         '{"value":{"nodes":["b1"]},"index":10,"time":1,"type":"ok","process":"nemesis","f":"kill"}',
-        _line(11, process="nemesis", f="poll", value="not micro-ops"),
-        _line(
+        op_line(11, process="nemesis", f="poll", value="not micro-ops"),
+        op_line(
             12,
             f="txn",
             type="info",
@@ -147,10 +149,10 @@ def test_every_kind_of_row_is_spark_s(spark: Any, tmp_path: Path) -> None:
                 },
             ],
         ),
-        _line(13, f="commit", value=[{"op": "commit", "offsets": []}]),
+        op_line(13, f="commit", value=[{"op": "commit", "offsets": []}]),
         "   ",
         "",
-        _line(14, time=None),
+        op_line(14, time=None),
     ]
     path = tmp_path / "history.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -169,31 +171,31 @@ def test_a_line_spark_counts_as_damaged_is_declined(
     decline; one it accepts gives Spark's rows (the clean twins: the same history
     without that line is accepted)."""
     path = tmp_path / "history.jsonl"
-    path.write_text(_line(100) + "\n" + line + "\n" + _line(101) + "\n")
+    path.write_text(op_line(100) + "\n" + line + "\n" + op_line(101) + "\n")
     native = native_rows(path, tmp_path)
     if damaged:
         assert native is None, f"accepted a line Spark counts as damaged: {line[:120]}"
     elif native is not None:
         assert native == spark_rows(spark, path)
     twin = tmp_path / "twin.jsonl"
-    twin.write_text(_line(100) + "\n" + _line(101) + "\n")
+    twin.write_text(op_line(100) + "\n" + op_line(101) + "\n")
     assert native_rows(twin, tmp_path) is not None
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        _line(1) + "\r\n",  # Spark splits at \r too
-        _line(1, error=7) + "\n",  # a number where a string goes
-        _line(1, extra=1) + "\n",  # a key the format does not have
-        _line(1, value=[{"op": "poll", "records": [], "bogus": 1}]) + "\n",
-        _line(1, value=[{"op": "poll", "at_end": [None]}]) + "\n",
-        _line(1, f="assign", value=[{"op": "assign", "partitions": [None]}]) + "\n",
-        _line(1).replace('"index":1', '"index":true') + "\n",
-        _line(1).replace('"time":1', '"time":NaN') + "\n",
-        _line(1) + "\t\n",
+        op_line(1) + "\r\n",  # Spark splits at \r too
+        op_line(1, error=7) + "\n",  # a number where a string goes
+        op_line(1, extra=1) + "\n",  # a key the format does not have
+        op_line(1, value=[{"op": "poll", "records": [], "bogus": 1}]) + "\n",
+        op_line(1, value=[{"op": "poll", "at_end": [None]}]) + "\n",
+        op_line(1, f="assign", value=[{"op": "assign", "partitions": [None]}]) + "\n",
+        op_line(1).replace('"index":1', '"index":true') + "\n",
+        op_line(1).replace('"time":1', '"time":NaN') + "\n",
+        op_line(1) + "\t\n",
         "\t\n",
-        _line(1).replace('"topic":"t"', '"topic":"\\ud800"') + "\n",  # not UTF-8 encodable
+        op_line(1).replace('"topic":"t"', '"topic":"\\ud800"') + "\n",  # not UTF-8 encodable
     ],
 )
 def test_what_it_is_unsure_of_it_declines(tmp_path: Path, text: str) -> None:
@@ -201,7 +203,7 @@ def test_what_it_is_unsure_of_it_declines(tmp_path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     assert native_rows(path, tmp_path) is None
     # The twin: the plain line is accepted.
-    path.write_text(_line(1) + "\n")
+    path.write_text(op_line(1) + "\n")
     assert native_rows(path, tmp_path) is not None
 
 
@@ -234,20 +236,20 @@ def test_an_analysis_parses_natively_and_judges_as_spark_s_parse_does(
     monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     first = _lossy(tmp_path / "native")
     native = analyze(first)
-    a = native["analysis"]
-    assert (a["parser"], a["cache"]) == ("native", "small")
+    a = native.analysis
+    assert (a.parser, a.cache) == ("native", "small")
     assert not list(own_tmp.glob("kt-native-*")), "its Parquet is removed"
     monkeypatch.setenv("KAFKA_TRIAL_NATIVE_MAX_BYTES", "100")  # above it, Spark parses
-    assert analyze(_same(first, tmp_path / "large"))["analysis"]["parser"] == "spark"
+    assert analyze(_same(first, tmp_path / "large")).analysis.parser == "spark"
     monkeypatch.delenv("KAFKA_TRIAL_NATIVE_MAX_BYTES")
     monkeypatch.setenv("KAFKA_TRIAL_NATIVE_PARSE", "0")
     # The same history, byte for byte: a second one written under load took 3 ms
     # longer, and its span_s differed (a CI run of 2026-11-28).
     by_spark = analyze(_same(first, tmp_path / "spark"))
-    assert by_spark["analysis"]["parser"] == "spark"
+    assert by_spark.analysis.parser == "spark"
     assert ran(native) == ran(by_spark)
     assert ran(native)["lost-write"] == 1
-    assert native["valid"] is False and native["stats"] == by_spark["stats"]
+    assert native.valid is False and native.stats == by_spark.stats
 
 
 def test_a_damaged_line_leaves_the_parse_to_spark_which_counts_it(
@@ -257,8 +259,8 @@ def test_a_damaged_line_leaves_the_parse_to_spark_which_counts_it(
     with (run_dir / "history.jsonl").open("a") as fh:
         fh.write('{"index":99,"time":1,"type":"ok","process":7,"f":"poll","value":[null]}\n')
     res = analyze(run_dir)
-    assert res["analysis"]["parser"] == "spark"
-    assert res["history"]["damaged_lines"] == 1 and res["valid"] == "unknown"
+    assert res.analysis.parser == "spark"
+    assert res.history.damaged_lines == 1 and res.valid == "unknown"
 
 
 def test_a_large_history_s_native_parse_is_its_cache(
@@ -266,11 +268,11 @@ def test_a_large_history_s_native_parse_is_its_cache(
 ) -> None:
     monkeypatch.setenv("KAFKA_TRIAL_CACHE_MIN_BYTES", "0")
     run_dir = _lossy(tmp_path)
-    first = analyze(run_dir)["analysis"]
-    assert (first["parser"], first["cache"], first["cache_found"]) == ("native", "written", "none")
+    first = analyze(run_dir).analysis
+    assert (first.parser, first.cache, first.cache_found) == ("native", "written", "none")
     assert (run_dir / "history.parquet" / "part-00000.snappy.parquet").is_file()
-    second = analyze(run_dir)["analysis"]
-    assert (second["parser"], second["cache"]) == ("", "hit")
+    second = analyze(run_dir).analysis
+    assert (second.parser, second.cache) == ("", "hit")
 
 
 def test_a_native_parse_that_raises_leaves_the_parse_to_spark(
@@ -281,7 +283,7 @@ def test_a_native_parse_that_raises_leaves_the_parse_to_spark(
 
     monkeypatch.setattr(job, "prepare", broken)
     res = analyze(_lossy(tmp_path))
-    assert res["analysis"]["parser"] == "spark"
+    assert res.analysis.parser == "spark"
     assert ran(res)["lost-write"] == 1
 
 

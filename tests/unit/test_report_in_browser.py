@@ -10,7 +10,7 @@ from kafka_trial.report.html import write_report
 from kafka_trial.spark_analysis.job import analyze
 
 from tests.browser import load
-from tests.unit.test_html_report import lossy
+from tests.histories import lossy
 
 
 def test_the_browser_check_catches_console_errors_and_requests(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.spark_analysis.job import analyze
 from pydantic import BaseModel
 
+from tests.histories import lossy
 from tests.results import made_results
-from tests.unit.test_html_report import lossy
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kafka_trial.spark_analysis import job
 
-from tests.unit.test_analyze_sources import JVM_NOISE
+from tests.cli import JVM_NOISE
 
 # The child: while `prestart` starts the JVM, another thread writes numbered lines to
 # stderr and the main thread asks for a session at once.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from kafka_trial.checkers.results import Results
 
 from tests.histories import Builder
 from tests.results import ran
@@ -118,8 +118,8 @@ def test_analyze_on_a_standalone_cluster(spark_cluster: str, tmp_path: Path) -> 
         env={**os.environ, **_ENV},
     )
     assert r.returncode == 1, r.stdout + r.stderr  # invalid: planted anomalies
-    res = json.loads((run / "results.json").read_text())
-    assert res["analysis"]["spark_master"] == spark_cluster
+    res = Results.from_json(run / "results.json")
+    assert res.analysis.spark_master == spark_cluster
     counts = ran(res)
     assert counts["lost-write"] == 1 and counts["duplicate"] == 1
     assert counts["int-poll-skip"] == 1  # the read of partition 0 jumped over offset 1

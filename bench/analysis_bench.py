@@ -589,7 +589,7 @@ def _child_analyze(run: Path, master: str | None, warm: bool) -> dict[str, Any]:
 
 def _child_bare_spark(master: str) -> dict[str, Any]:
     t0 = time.monotonic()
-    from kafka_trial.spark_analysis.session import spark_session
+    from kafka_trial.spark_analysis.spark.session import spark_session
 
     t_import = time.monotonic() - t0
     spark = spark_session(master)
@@ -600,8 +600,8 @@ def _child_bare_spark(master: str) -> dict[str, Any]:
 
 def _child_floor(history: Path, master: str, parse: bool) -> dict[str, Any]:
     t0 = time.monotonic()
-    from kafka_trial.spark_analysis.history_parse import flatten, read_json
-    from kafka_trial.spark_analysis.session import spark_session
+    from kafka_trial.spark_analysis.read.history_parse import flatten, read_json
+    from kafka_trial.spark_analysis.spark.session import spark_session
     from pyspark.sql import functions as F
 
     spark = spark_session(master)

@@ -209,17 +209,17 @@ def prepare(base: Path, n: int) -> tuple[Path, dict[str, Any]]:
 
 
 def _child(run: Path, cycles: bool) -> dict[str, Any]:
-    from kafka_trial.spark_analysis import checks_cycles as cc
+    from kafka_trial.spark_analysis.cycles import edges as cc
     from kafka_trial.spark_analysis.job import analyze
 
     stats: dict[str, Any] = {}
     if cycles:
         driver_edges = cc._driver_edges
 
-        def counted(fr: Any, graph: Any) -> Any:
+        def counted(graph: Any) -> Any:
             t0 = time.monotonic()
-            out = driver_edges(fr, graph)
-            stats.update(fr.cycle_stats, to_driver_s=round(time.monotonic() - t0, 1))
+            out = driver_edges(graph)
+            stats.update(out[1], to_driver_s=round(time.monotonic() - t0, 1))
             return out
 
         cc._driver_edges = counted  # type: ignore[assignment]

@@ -1,5 +1,5 @@
 """Benchmark: what a warm analysis of a small history costs in planning, with Py4J's
-lookups kept per JVM (spark_analysis.jvm_lookups) and without, side by side.
+lookups kept per JVM (spark_analysis.spark.jvm_lookups) and without, side by side.
 
     python bench/planning_bench.py [--lines 200] [--analyses 8] [--pairs 2]
 
@@ -47,8 +47,8 @@ def _jvm_cpu_s() -> float:
 
 def _child(run: Path, analyses: int, keep: bool) -> dict[str, Any]:
     import py4j.clientserver
-    from kafka_trial.spark_analysis import jvm_lookups
     from kafka_trial.spark_analysis.job import analyze
+    from kafka_trial.spark_analysis.spark import jvm_lookups
 
     if not keep:
         jvm_lookups._installed = True  # as if installed: Py4J's own lookups stay

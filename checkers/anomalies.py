@@ -3,8 +3,8 @@ can show it, and what a witness proves in words.
 
 Spec validation (`check.allowed`), the verdict, `results.json`, the report and the
 README table all derive from it. The Spark job registers exactly one check per
-name (`spark_analysis.shared_frames.check`), and refuses to start if one is missing
-(`spark_analysis.queue_checks`).
+name (`spark_analysis.facts.shared_frames.check`), and refuses to start if one is missing
+(`spark_analysis.checks.runner`).
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ _ALL = (
         "as in Jepsen",
         allowed_by_default=True,
     ),
-    # Dependency cycles between ops (spark_analysis/checks_cycles.py), as Elle and
+    # Dependency cycles between ops (spark_analysis/cycles/edges.py), as Elle and
     # Jepsen's Kafka checker name them. Edges: ww, the writer of a committed value ->
     # the writer of the next one in its partition's version order; wr, the writer ->
     # every other op whose ok read returned it (a value with two possible writers

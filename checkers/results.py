@@ -10,12 +10,14 @@ so an older kafka-trial still reads a newer file.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from kafka_trial.checkers.anomalies import ANOMALIES
 from kafka_trial.checkers.verdict import Valid, exit_code
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.lenient import Lenient, StrictInt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 # Bumped only when a reader must tell two generations apart; additions do not bump it.
@@ -46,6 +48,76 @@ class AnomalyResult(_Part):
         "depend on it, and it proves nothing either way",
     )
     trace: str | None = Field(None, description="the end of that crash's traceback")
+
+    def example_views(self) -> tuple[Example, ...]:
+        """The examples as typed views (`Example`), in the same order."""
+        return tuple(Example.of(e) for e in self.examples)
+
+
+class CycleStep(_Part):
+    """One edge of a cycle witness; a field the step does not hold is None."""
+
+    kind: Lenient[str] = Field(None, description="wr, ww, process or realtime")
+    from_op: Lenient[StrictInt] = None
+    to_op: Lenient[StrictInt] = None
+    from_process: Lenient[str] = None
+    to_process: Lenient[str] = None
+    topic: Lenient[str] = None
+    partition: Lenient[StrictInt] = None
+    value: Lenient[StrictInt] = None
+    offset: Lenient[StrictInt] = None
+    next_value: Lenient[StrictInt] = None
+    next_offset: Lenient[StrictInt] = None
+    from_done: Lenient[StrictInt] = None
+    to_invoked: Lenient[StrictInt] = None
+    from_time: Lenient[StrictInt] = None
+    to_time: Lenient[StrictInt] = None
+
+
+class Example(_Part):
+    """A typed view of one witness (`AnomalyResult.example_views()`). Each check writes
+    its own fields, so every typed one is None where the witness does not hold it in
+    its type; `evidence` is the witness as the check wrote it."""
+
+    evidence: dict[str, Any] = Field(description="the witness, in the check's key order")
+    value: Lenient[StrictInt] = None
+    topic: Lenient[str] = None
+    partition: Lenient[StrictInt] = None
+    offset: Lenient[StrictInt] = None
+    first_op: Lenient[StrictInt] = None
+    ops: Lenient[StrictInt] = None
+    length: Lenient[StrictInt] = None
+    shortest: Lenient[bool] = True
+    steps: Lenient[tuple[CycleStep, ...]] = None
+
+    @classmethod
+    def of(cls, witness: Mapping[str, Any]) -> Example:
+        typed = {k: v for k, v in witness.items() if k in cls.model_fields and k != "evidence"}
+        return cls.model_validate({**typed, "evidence": dict(witness)})
+
+    def shifted(self, by_ns: int) -> Example:
+        """The witness with every history time in it (a cycle's steps) `by_ns` earlier."""
+        return Example.of(_shifted(self.evidence, by_ns))
+
+
+def _is_time(key: str) -> bool:
+    return key in ("time", "t0", "t1") or key.endswith("_time")
+
+
+def _shifted(obj: Any, by_ns: int) -> Any:
+    """A copy of JSON data with its history times moved. A `value` is what an op
+    recorded, not a time of ours: left alone."""
+    if isinstance(obj, list):
+        return [_shifted(v, by_ns) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for k, v in obj.items():
+        if _is_time(k) and isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v - by_ns
+        else:
+            out[k] = v if k == "value" else _shifted(v, by_ns)
+    return out
 
 
 class Stats(_Part):

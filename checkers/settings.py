@@ -1,32 +1,18 @@
-"""Settings of the analysis: which anomalies the run allows, and where Spark runs."""
-
-from __future__ import annotations
-
-from typing import Literal
+"""The analysis's settings (the `check` section of spec.json), defined with the other
+run-directory contracts; this path is the public one. The anomaly registry checks
+the names it allows."""
 
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
-from kafka_trial.contracts.settings import Frozen
-from pydantic import Field, model_validator
+from kafka_trial.contracts.spec.check import CheckSpec
+from kafka_trial.contracts.spec.owners import owner_check
+
+__all__ = ["CheckSpec"]
 
 
-class CheckSpec(Frozen):
-    allowed: tuple[str, ...] = ()
-    spark_master: str = "local[*]"
-    # The dependency-cycle search (G0, G1c, G1c-process, G1c-realtime) more than
-    # doubles the analysis of a large history of plain sends and polls, whose ops are
-    # no transactions (README.md, on `check.cycles`; bench/cycles_bench.py): by
-    # default ("auto") it runs where the history holds a transaction; "on" searches
-    # every history, "off" none. A check that did not run is `skipped`, never a pass.
-    cycles: Literal["auto", "on", "off"] = "auto"
-    # Not a setting: the analysis fills it from the run's nemesis section, so that a run
-    # that asked for faults and injected none is not judged as if it had met them.
-    faults_asked: tuple[str, ...] = Field((), exclude=True)
-
-    @model_validator(mode="after")
-    def _known(self) -> CheckSpec:
-        unknown = [a for a in self.allowed if a not in ANOMALY_TYPES]
-        if unknown:
-            raise ValueError(
-                f"unknown anomaly type {', '.join(unknown)}; choose from {', '.join(ANOMALY_TYPES)}"
-            )
-        return self
+@owner_check(CheckSpec, "checkers")
+def _known_anomalies(spec: CheckSpec) -> None:
+    unknown = [a for a in spec.allowed if a not in ANOMALY_TYPES]
+    if unknown:
+        raise ValueError(
+            f"unknown anomaly type {', '.join(unknown)}; choose from {', '.join(ANOMALY_TYPES)}"
+        )

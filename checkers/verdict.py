@@ -83,5 +83,26 @@ def no_fault_problems(faults_asked: Sequence[str], faults_injected: int) -> list
     ]
 
 
+def damaged_inside(damaged: int, last_line_cut: bool) -> int:
+    """The damaged lines that count against a history: a cut-off last line is the run's
+    end (a killed writer), not damage, so it is tolerated."""
+    return damaged - (1 if last_line_cut else 0)
+
+
+def damaged_problems(inside: int, examples: Sequence[tuple[int | None, str]]) -> list[str]:
+    """Damaged lines inside the history leave the verdict unknown: what they held could
+    clear or make any finding. `examples`: (index, line) of a few of them."""
+    if inside <= 0:
+        return []
+    shown = "; ".join(
+        f"{'index ' + str(i) if i is not None else 'no index'}: {ln[:80]!r}"
+        for i, ln in examples[:3]
+    )
+    return [
+        f"{inside} damaged line(s) inside the history; "
+        f"results cover only the lines that parse (e.g. {shown})"
+    ]
+
+
 def exit_code(valid: Valid) -> int:
     return 0 if valid is True else 1 if valid is False else 2

@@ -1,21 +1,16 @@
-"""A cluster-state timeline sampled during the run: RUN_DIR/cluster-state.jsonl.
-
-Each line: {"time": ns on the history's clock, "up": [running brokers],
-"registered": [brokers in metadata], "controller": active KRaft controller,
-"partitions": {"P": {"leader", "isr", "replicas"}}}.
-It shows the ISR shrink and expand that faults cause. Sampling errors are recorded
-as {"time", "error"}, never raised: the timeline is an observer.
-"""
+"""A cluster-state timeline sampled during the run: RUN_DIR/cluster-state.jsonl
+(contracts/cluster_state.py). It shows the ISR shrink and expand that faults cause.
+Sampling errors are recorded, never raised: the timeline is an observer."""
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_trial.cluster.observe import Observer, partition_states
+from kafka_trial.contracts.cluster_state import PartitionState, StateSample
 from kafka_trial.contracts.history import HistoryWriter
 
 if TYPE_CHECKING:
@@ -32,32 +27,33 @@ class StateTimeline:
     every_s: float = 1.0
     samples: int = 0
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> StateSample:
         t = self.history.elapsed_ns()
         try:
-            return {"time": t, **state_sample(self.cluster.observe, self.topic)}
+            return state_sample(self.cluster.observe, self.topic, t)
         except Exception as e:
-            return {"time": t, "error": f"{type(e).__name__}: {e}"[:300]}
+            return StateSample(time=t, error=f"{type(e).__name__}: {e}"[:300])
 
     def run(self) -> None:
         with self.path.open("a", buffering=1) as fh:
             while not self.stop.is_set():
-                fh.write(json.dumps(self.sample(), separators=(",", ":")) + "\n")
+                fh.write(self.sample().line() + "\n")
                 self.samples += 1
                 self.stop.wait(self.every_s)
 
 
-def state_sample(obs: Observer, topic: str) -> dict[str, Any]:
+def state_sample(obs: Observer, topic: str, time_ns: int) -> StateSample:
     """One cluster-state line: brokers up and registered, controller, every partition."""
-    up = [j for j in obs.nodes.ids() if obs.nodes.running(j)]
+    up = tuple(j for j in obs.nodes.ids() if obs.nodes.running(j))
     md = obs.metadata(topic, 2)
     parts = {
-        str(p): {"leader": s.leader, "isr": sorted(s.isr), "replicas": list(s.replicas)}
+        str(p): PartitionState(s.leader, tuple(sorted(s.isr)), tuple(s.replicas))
         for p, s in partition_states(md, topic).items()
     }
-    return {
-        "up": up,
-        "registered": sorted(md.brokers),
-        "controller": obs.active_controller(),
-        "partitions": parts,
-    }
+    return StateSample(
+        time=time_ns,
+        up=up,
+        registered=tuple(sorted(md.brokers)),
+        controller=obs.active_controller(),
+        partitions=parts,
+    )

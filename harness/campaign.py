@@ -17,7 +17,6 @@ or broker config change costs one restart, not one per run.
 from __future__ import annotations
 
 import itertools
-import json
 import queue
 import shutil
 import sys
@@ -34,6 +33,7 @@ import yaml
 from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import activity, status_muted
+from kafka_trial.contracts.run_record import RunRecord
 from kafka_trial.contracts.settings import Frozen
 from kafka_trial.harness.presets import preset
 from kafka_trial.harness.runner import run, signals_deferred, signals_interrupt
@@ -49,7 +49,7 @@ from kafka_trial.report.campaign import (
 )
 from kafka_trial.report.judge import judge
 from kafka_trial.report.junit import write_junit
-from kafka_trial.spark_analysis.session import spark_session
+from kafka_trial.spark_analysis.spark.session import spark_session
 from pydantic import Field, ValidationError
 
 
@@ -430,10 +430,10 @@ class _Judging:
 def _cluster_use(run_dir: Path) -> tuple[bool | None, float | None]:
     """Whether the run had a warm cluster, and what getting it ready cost."""
     try:
-        info = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
+        record = RunRecord.read(run_dir)
+    except TrialError:
         return None, None
-    return bool(info.get("warm_cluster")), (info.get("phases") or {}).get("cluster_ready")
+    return record.warm_cluster, record.phases.get("cluster_ready")
 
 
 def cluster_savings(state: CampaignState) -> dict[str, Any]:

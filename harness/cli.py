@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import yaml
 from kafka_trial.checkers.anomalies import ANOMALY_TYPES
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.schedule import Step, read_schedule
 from kafka_trial.harness.presets import PRESETS
 from kafka_trial.nemesis.catalog import PACKAGES
 
@@ -304,23 +305,15 @@ def _run_dir_json(run_dir: Path, name: str) -> Any:
         raise TrialError(f"{p} cannot be read: {e}", _RUN_DIR_FIX) from None
 
 
-def _schedule_inputs(a: argparse.Namespace) -> tuple[list[Any], Any, str, dict[str, str] | None]:
+def _schedule_inputs(a: argparse.Namespace) -> tuple[list[Step], Any, str, dict[str, str] | None]:
     """RUN_DIR's schedule, nemesis settings and run id, and the --selector labels."""
     from kafka_trial.harness.spec import read_saved_spec
 
     run_dir = Path(a.run_dir)
     if not run_dir.is_dir():
         raise TrialError(f"{run_dir} is not a directory", _RUN_DIR_FIX)
-    steps = _run_dir_json(run_dir, "schedule.json")
-    keys = {"at_s", "action", "package"}
-    if not isinstance(steps, list) or not all(
-        isinstance(s, dict) and keys <= s.keys() for s in steps
-    ):
-        raise TrialError(f"{run_dir / 'schedule.json'} is not a list of steps", _RUN_DIR_FIX)
-    try:
-        nemesis = read_saved_spec(run_dir).nemesis
-    except (OSError, ValueError) as e:
-        raise TrialError(f"{run_dir / 'spec.json'} cannot be read: {e}", _RUN_DIR_FIX) from None
+    steps = read_schedule(run_dir)
+    nemesis = read_saved_spec(run_dir).nemesis
     # The cluster's run label, as the Docker kind labels what it starts; a run that
     # never started a cluster has none, and its directory's name stands in.
     run_id = run_dir.resolve().name
@@ -345,7 +338,7 @@ def _cmd_schedule(a: argparse.Namespace) -> int:
 
     steps, nemesis, run_id, selector = _schedule_inputs(a)
     if a.fmt == "json":
-        print(json.dumps(steps, indent=1))
+        print(json.dumps([s.to_dict() for s in steps], indent=1))
         return 0
     if a.fmt == "chaos-mesh-workflow":
         flow, skipped = chaos_mesh.workflow(steps, nemesis, run_id, a.namespace, selector)

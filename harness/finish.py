@@ -22,8 +22,10 @@ from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import log
+from kafka_trial.contracts.run_record import RUN_FILE, FinishedBy, RunRecord
 from kafka_trial.harness.spec import RunSpec, read_saved_spec
 from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.spark_analysis.read import acked_sends
 from kafka_trial.workloads.app_groups import kill_leftover_apps
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
@@ -46,17 +48,8 @@ def _read_json(path: Path, what: str, fix: str) -> dict[str, Any]:
 
 def _acked_offsets(ctx: ClientContext, path: Path) -> None:
     """What the drain aims for: the acknowledged offsets the history already holds."""
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                op = json.loads(raw)
-            except ValueError:
-                continue
-            if op.get("type") != "ok" or op.get("f") not in ("send", "txn"):
-                continue
-            for m in op.get("value") or []:
-                if isinstance(m, dict) and m.get("op") == "send" and m.get("outcome") == "ok":
-                    ctx.acks_for(m["topic"]).record(m.get("partition"), m.get("offset"))
+    for topic, partition, offset in acked_sends(path):
+        ctx.acks_for(topic).record(partition, offset)  # type: ignore[arg-type]
 
 
 def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
@@ -64,8 +57,7 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
     drain keys, and (unless keep_cluster) remove the cluster. Returns the summary."""
     spec = read_saved_spec(run_dir)
     history_path = run_dir / "history.jsonl"
-    run_json = run_dir / "run.json"
-    info = _unfinished_run_info(run_dir, run_json)
+    record = _unfinished_run_record(run_dir)
     described = _read_json(
         run_dir / "cluster.json",
         "the run stopped before its cluster started, so nothing was written",
@@ -96,26 +88,26 @@ def finish_run(run_dir: Path, keep_cluster: bool = False) -> dict[str, Any]:
         # Cut off again: the cluster stays, so finish can be retried on it.
         if finished and not keep_cluster:
             remove_leftovers(client, run=run_id)
-    info.update(summary.to_dict())
-    info["finished_by"] = {
-        "command": "kafka-trial finish",
-        "resumed_at_index": point.next_index,
-        "ops_completed_info": abandoned,
-        "cut_line": point.cut_line,
-    }
-    run_json.write_text(json.dumps(info, indent=2, default=str))
-    return info
+    record.drain_summary = summary.to_dict()
+    record.finished_by = FinishedBy(
+        command="kafka-trial finish",
+        resumed_at_index=point.next_index,
+        ops_completed_info=abandoned,
+        cut_line=point.cut_line,
+    )
+    record.write(run_dir)
+    return record.to_dict()
 
 
-def _unfinished_run_info(run_dir: Path, run_json: Path) -> dict[str, Any]:
-    """run.json's keys so far (none if the run wrote none), of a run without its drain."""
-    info: dict[str, Any] = json.loads(run_json.read_text()) if run_json.is_file() else {}
-    if "drain" in info:
+def _unfinished_run_record(run_dir: Path) -> RunRecord:
+    """run.json so far (empty if the run wrote none), of a run without its drain."""
+    record = RunRecord.read(run_dir) if (run_dir / RUN_FILE).is_file() else RunRecord()
+    if record.drained:
         raise TrialError(
             f"{run_dir} already has its final drain",
             f"nothing to finish: kafka-trial analyze {run_dir}",
         )
-    return info
+    return record
 
 
 def _engine_with_cluster_of(run_dir: Path, run_id: str) -> docker.DockerClient:

@@ -509,7 +509,7 @@ ALL_PRESETS: tuple[Preset, ...] = (
         },
     ),
     # Transactions that read while they write, so that real histories have wr edges
-    # between transactions (checks_cycles.py). A transaction's poll (txn_poll) reads
+    # between transactions (spark_analysis/cycles/edges.py). A transaction's poll (txn_poll) reads
     # its partitions from where its own sends landed; read_committed returns nothing
     # there (its own open transaction holds the last stable offset back), so it reads
     # read_uncommitted and returns what other open transactions interleaved with its

@@ -210,11 +210,13 @@ class TrialHistory:
         """Judge the history with the Spark checker; anomalies in `allow` do not make
         it invalid. Writes results.json and report.html into the run directory."""
         from kafka_trial.checkers.settings import CheckSpec
+        from kafka_trial.harness.spec import RunSpec
         from kafka_trial.report.judge import judge
 
-        check = CheckSpec(allowed=tuple(allow))
         self.writer.flush()  # the lines recorded so far, on disk for Spark
-        (self.run_dir / "spec.json").write_text(json.dumps({"check": check.model_dump()}))
+        # Only the check section: the rest of this run's settings are the test's own,
+        # and the report shows them as unknown rather than as a run's defaults.
+        RunSpec(check=CheckSpec(allowed=tuple(allow))).write(self.run_dir, only_set=True)
         results = judge(self.run_dir, say=None).results
         assert results is not None
         return Verdict(results.valid, results, self.run_dir)

@@ -31,15 +31,16 @@ from kafka_trial.cluster.timeline import StateTimeline
 from kafka_trial.contracts.errors import RunAborted, TrialError
 from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.contracts.log import activity, guarded, log, status
+from kafka_trial.contracts.run_record import RUN_FILE, RunRecord
+from kafka_trial.contracts.schedule import Step, write_schedule
 from kafka_trial.harness.engine_watch import EngineWatch
 from kafka_trial.harness.marks import MarkWatcher
-from kafka_trial.harness.run_record import RunRecord
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster
 from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.runner import NemesisRunner
-from kafka_trial.nemesis.schedule import Step, schedule
+from kafka_trial.nemesis.schedule import schedule
 from kafka_trial.workloads.app import AppPlacement
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.plan import plan_workloads
@@ -169,9 +170,7 @@ def run(
 def _mark_failed(run_dir: Path, phase: str, e: BaseException) -> None:
     """A run that failed before it had a cluster: run.json says where and why."""
     with contextlib.suppress(OSError):
-        (run_dir / "run.json").write_text(
-            json.dumps({"failed_phase": phase, "error": f"{type(e).__name__}: {e}"[:500]})
-        )
+        (run_dir / RUN_FILE).write_text(RunRecord.failed_early(phase, e))
 
 
 class _Run:
@@ -219,7 +218,7 @@ class _Run:
         self._t = now
 
     def _set_up(self, spec: RunSpec) -> None:
-        (self.run_dir / "spec.json").write_text(spec.to_json())
+        spec.write(self.run_dir)
         if spec.cluster.kind != "docker":
             self._set_up_elsewhere(spec)
             return
@@ -239,7 +238,7 @@ class _Run:
                 spec = spec.model_copy(
                     update={"topic": spec.topic.model_copy(update={"name": name})}
                 )
-                (self.run_dir / "spec.json").write_text(spec.to_json())
+                spec.write(self.run_dir)
             # Group and transactional ids derive from this: none may be an earlier run's.
             client_run_id = f"{cluster.run_id}-r{warm.runs + 1}"
         else:
@@ -263,7 +262,7 @@ class _Run:
         self.warm = None  # a campaign's warm cluster is a Docker kind's; this is not one
         name = f"{spec.topic.name}-{cluster.run_id}"
         spec = spec.model_copy(update={"topic": spec.topic.model_copy(update={"name": name})})
-        (self.run_dir / "spec.json").write_text(spec.to_json())
+        spec.write(self.run_dir)
         self.spec, self.cluster, self.client_run_id = spec, cluster, cluster.run_id
         self.record = RunRecord(
             kafka_version="unknown",
@@ -277,8 +276,7 @@ class _Run:
     def _write_schedule(self) -> None:
         spec = self.spec
         self.steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
-        text = json.dumps([s.to_dict() for s in self.steps], indent=1)
-        (self.run_dir / "schedule.json").write_text(text)
+        write_schedule(self.run_dir, self.steps)
 
     def _build(self) -> None:
         spec = self.spec
@@ -467,7 +465,7 @@ class _Run:
             since=self.t_wall if self.record.warm_cluster else None,
             release=_releaser(self.cluster, self.warm, topics, keep),
         )
-        (self.run_dir / "run.json").write_text(self.record.to_json())
+        self.record.write(self.run_dir)
 
     def outcome(self) -> RunOutcome:
         rec = self.record

@@ -1,180 +1,23 @@
-"""The one frozen config object that describes a whole run (Jepsen's test map).
-
-Each stage owns its settings model; RunSpec composes them. It is saved as
-RUN_DIR/spec.json, and `analyze` and `report` read it back from there.
-"""
+"""A run's config, from a file, a preset and flags, into a RunSpec (defined with the
+other run-directory contracts in kafka_trial.contracts.spec), with every problem named
+in the config's own words: its key, its line, and the flag that set it."""
 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+# Their packages check what a spec names: the fault packages and the anomaly types.
+import kafka_trial.checkers
+import kafka_trial.nemesis  # noqa: F401
 import yaml
-from kafka_trial.checkers.settings import CheckSpec
-from kafka_trial.cluster.settings import ClientSpec, ClusterSpec, TopicSpec
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.settings import Frozen
-from kafka_trial.nemesis.catalog import PACKAGES, kind_refusal, toxic_refusal
-from kafka_trial.nemesis.schedule import min_duration_s
-from kafka_trial.nemesis.settings import NemesisSpec
-from kafka_trial.workloads.settings import (
-    AppSpec,
-    ConsumerSpec,
-    CopierSpec,
-    DrainSpec,
-    ProducerSpec,
-)
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from kafka_trial.contracts.spec import RunSpec, read_spec
+from pydantic import BaseModel, ValidationError
 
-
-class RunSpec(Frozen):
-    name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
-    seed: int = 0
-    duration_s: float = Field(60.0, gt=0, description="length of the fault phase")
-    runs_dir: str = "runs"
-    cluster: ClusterSpec = ClusterSpec()
-    client: ClientSpec = ClientSpec()
-    topic: TopicSpec = TopicSpec()
-    producer: ProducerSpec = ProducerSpec()
-    consumer: ConsumerSpec = ConsumerSpec()
-    copier: CopierSpec = CopierSpec()
-    app: AppSpec = AppSpec()
-    nemesis: NemesisSpec = NemesisSpec()
-    drain: DrainSpec = DrainSpec()
-    check: CheckSpec = CheckSpec()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _app_keys_by_partition(cls, data: object) -> object:
-        # An app's per-key order is judged per input partition: each value is sent
-        # to its partition with that partition as its key. Unless the user keyed the
-        # sends otherwise (refused in _app_fits).
-        if not isinstance(data, dict) or not _app_present(data.get("app")):
-            return data
-        producer = data.get("producer", {})
-        if isinstance(producer, ProducerSpec):
-            producer = producer.model_dump()
-        if not isinstance(producer, dict) or producer.get("keyed"):
-            return data
-        return {**data, "producer": {**producer, "partition_keys": True}}
-
-    @model_validator(mode="after")
-    def _app_fits(self) -> RunSpec:
-        app_faults = [f for f in self.nemesis.faults if f.startswith("app-")]
-        if app_faults and not self.app.present:
-            raise ValueError(
-                f"nemesis.faults {', '.join(app_faults)} act on the application on trial, "
-                "and this run has none; set --app-command or --app-image (app.command, "
-                "app.image)"
-            )
-        if not self.app.present:
-            return self
-        if self.copier.workers:
-            raise ValueError(
-                f"the app and copier.workers both write {self.topic.name}-out; set "
-                "copier.workers: 0 or leave the app out"
-            )
-        if self.producer.keyed:
-            raise ValueError(
-                "an app's run sends each value keyed by its partition; remove producer.keyed"
-            )
-        # Lanes are handed out producers, consumers, then the app's instances, modulo
-        # the cluster's: a shared lane would cut the producers off with the instance.
-        need = self.producer.clients + self.consumer.workers + self.app.instances
-        if "app-partition" in self.nemesis.faults and self.cluster.client_lanes < need:
-            raise ValueError(
-                "nemesis.faults app-partition cuts one app instance's client lane, which "
-                f"cluster.client_lanes={self.cluster.client_lanes} shares with other clients; "
-                f"set cluster.client_lanes: {need} (producer.clients + consumer.workers + "
-                "app.instances, at most 8)"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _kind_can_make_the_faults(self) -> RunSpec:
-        kind = self.cluster.kind
-        refused = {f: kind_refusal(f, kind) for f in self.nemesis.faults}
-        refused = {f: why for f, why in refused.items() if why}
-        if refused:
-            first, why = next(iter(refused.items()))
-            raise ValueError(
-                f"nemesis.faults {', '.join(refused)} cannot act on cluster.kind {kind} "
-                f"({first}: {why}); leave them out (--nemesis none runs no fault)"
-            )
-        uses_toxic = {"degrade", "slow-follower"} & set(self.nemesis.faults)
-        why_not = toxic_refusal(self.nemesis.degrade.type, kind) if uses_toxic else None
-        if why_not:
-            raise ValueError(f"nemesis.degrade.type {self.nemesis.degrade.type}: {why_not}")
-        if kind == "ssh" and "clock" in self.nemesis.faults and self.nemesis.clock.strobe_ms:
-            raise ValueError(
-                "nemesis.clock.strobe_ms needs the Docker kind's libfaketime; on cluster.kind "
-                "ssh a clock fault is a bump (strobe_ms: 0)"
-            )
-        if kind != "docker" and self.app.image is not None:
-            raise ValueError(
-                f"app.image runs on the Docker kind's network; on cluster.kind {kind} give "
-                "the app as a command (--app-command)"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _fits_cluster(self) -> RunSpec:
-        if self.topic.replication_factor > self.cluster.brokers:
-            raise ValueError(
-                f"topic.replication_factor={self.topic.replication_factor} exceeds "
-                f"cluster.brokers={self.cluster.brokers}; lower it or add brokers"
-            )
-        if self.topic.min_insync_replicas > self.topic.replication_factor:
-            raise ValueError(
-                f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
-                f"topic.replication_factor={self.topic.replication_factor}"
-            )
-        docker = self.cluster.kind == "docker"
-        on_writeback = [f for f in self.nemesis.faults if PACKAGES[f].storage == "writeback"]
-        if docker and on_writeback and self.cluster.storage != "writeback":
-            # Plain volumes keep what a killed broker wrote: the fault would do nothing.
-            raise ValueError(
-                f"nemesis.faults {', '.join(on_writeback)} act on the brokers' write-back "
-                "filesystem, which cluster.storage=plain has not; set cluster.storage: "
-                "writeback"
-            )
-        on_faketime = [f for f in self.nemesis.faults if PACKAGES[f].clock == "faketime"]
-        if docker and on_faketime and self.cluster.clock != "faketime":
-            raise ValueError(
-                f"nemesis.faults {', '.join(on_faketime)} act on the brokers' clocks, which "
-                "cluster.clock=real leaves to the host; set cluster.clock: faketime"
-            )
-        if "client-pause" in self.nemesis.faults and not self.producer.own_process:
-            # Clients that are threads of the harness cannot be frozen alone.
-            raise ValueError(
-                "nemesis.faults client-pause freezes client processes, and this run has "
-                "none; set producer.own_process: true (with producer.transactional: true)"
-            )
-        if self.nemesis.target_partition >= self.topic.partitions:
-            raise ValueError("nemesis.target_partition must be below topic.partitions")
-        shortest = min_duration_s(self.nemesis)
-        if self.duration_s < shortest:
-            # Asked for faults, it would inject none: a VALID verdict would mean nothing.
-            raise ValueError(
-                f"duration_s={self.duration_s:g} is too short for nemesis.faults "
-                f"({', '.join(self.nemesis.faults)}): the first fault starts after "
-                f"nemesis.quiet_s={self.nemesis.quiet_s:g} and lasts "
-                f"nemesis.fault_s={self.nemesis.fault_s:g}, so the shortest duration_s "
-                f"that injects every fault is {shortest:g}"
-            )
-        return self
-
-    def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
-
-
-def _app_present(app: object) -> bool:
-    if isinstance(app, AppSpec):
-        return app.present
-    return isinstance(app, dict) and any(app.get(k) is not None for k in ("command", "image"))
+__all__ = ["RunSpec", "build_spec", "load_spec", "merge_config", "read_saved_spec"]
 
 
 def merge_config(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -362,7 +205,4 @@ def load_spec(
 
 
 def read_saved_spec(run_dir: Path) -> RunSpec:
-    p = run_dir / "spec.json"
-    if not p.is_file():
-        raise TrialError(f"{p} is missing", "point at a directory written by `kafka-trial run`")
-    return build_spec(json.loads(p.read_text()), source=str(p))
+    return read_spec(run_dir)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# The catalog checks every spec built once the nemesis is imported.
+from kafka_trial.nemesis import spec_checks  # noqa: F401
+
 _PUBLIC = {
     "Nemesis": "kafka_trial.nemesis.core",
     "Applied": "kafka_trial.nemesis.core",

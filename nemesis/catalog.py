@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_trial.cluster.netfaults import PACKET_TOXICS, STREAM_TOXICS
+from kafka_trial.contracts.spec.nemesis import PARTITION_TOPOLOGIES, TARGET_ROLES
 
 
 @dataclass(frozen=True)
@@ -250,27 +251,9 @@ def kind_refusal(package: str, kind: str) -> str | None:
     return DOCKER_ONLY.get(package)
 
 
-ROLES = (
-    "random",
-    "leader",
-    "followers",
-    "controller",
-    "txn-coordinator",
-    "group-coordinator",
-    "minority",
-    "majority",
-    "all",
-)
-
-TOPOLOGIES = (
-    "isolate-random",
-    "isolate-leader",
-    "isolate-controller",
-    "halves",
-    "majorities-ring",
-    "bridge",
-    "one-way",
-)
+# The spec's words for roles and topologies (its defaults need them below contracts).
+ROLES = TARGET_ROLES
+TOPOLOGIES = PARTITION_TOPOLOGIES
 
 TOXICS = ("latency", "bandwidth", "slicer", "reset_peer", "limit_data", "slow_close", "timeout")
 

@@ -14,21 +14,11 @@ in whatever package no earlier period drew. A fault phase shorter than one perio
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
-from typing import Literal
 
-from kafka_trial.nemesis.settings import NemesisSpec
+from kafka_trial.contracts.schedule import Step
+from kafka_trial.contracts.spec.nemesis import NemesisSpec
 
-
-@dataclass(frozen=True)
-class Step:
-    at_s: float
-    action: Literal["fault", "heal"]
-    package: str
-    pick: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+__all__ = ["Step", "min_duration_s", "schedule"]
 
 
 def _subset(rng: random.Random, faults: tuple[str, ...]) -> list[str]:

@@ -9,13 +9,15 @@ registry's, not this module's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES
 from kafka_trial.checkers.results import Results
+from kafka_trial.contracts.report_data import AppEvent, NemesisOp, OpFacts, ReportData
 from kafka_trial.nemesis.catalog import heals, is_fault
 from kafka_trial.report import svg_plots as sp
+from kafka_trial.report.witnesses import sends_of
 
 RUNNING, PAUSED, EXITED = "#2ca02c", "#ff7f0e", "#d62728"
 # Faults on an instance that last until their heal (the nemesis catalog pairs them),
@@ -25,33 +27,24 @@ _APP_ANOMALIES = ("app-output-lost", "app-output-duplicate", "app-output-unexpec
 _NAMED = 5
 
 
-def _instance(op: dict[str, Any]) -> int | None:
-    v = op.get("value")
-    i = v.get("instance") if isinstance(v, dict) else None
-    return i if isinstance(i, int) else None
-
-
-def _running(
-    events: list[dict[str, Any]], t_end: float, tick: float
-) -> dict[int, list[sp.Segment]]:
+def _running(events: Sequence[AppEvent], t_end: float, tick: float) -> dict[int, list[sp.Segment]]:
     """Each instance's running spans: from an ok app-start to its app-exit (a `tick`
     wide red mark)."""
     lanes: dict[int, list[sp.Segment]] = {}
-    started: dict[int, tuple[float, dict[str, Any]]] = {}
+    started: dict[int, tuple[float, OpFacts]] = {}
     for e in events:
-        i, t = _instance(e), e["time"] / 1e9
-        if i is None or e.get("type") != "ok":
+        v, t = e.facts, e.time / 1e9
+        i = v.instance
+        if i is None or e.type != "ok":
             continue
-        v = e.get("value") or {}
-        if e["f"] == "app-start":
+        if e.f == "app-start":
             started[i] = (t, v)
             lanes.setdefault(i, [])
-        elif e["f"] == "app-exit" and i in started:
+        elif e.f == "app-exit" and i in started:
             t0, sv = started.pop(i)
-            who = v.get("by", "?")
             tip = (
                 f"instance {i} ({_who(sv)}) ran {t0:.2f}-{t:.2f}s; "
-                f"ended by {who}, exit code {v.get('exit_code')}"
+                f"ended by {v.by if v.by is not None else '?'}, exit code {v.exit_code}"
             )
             lanes[i].append(sp.Segment(t0, t, "", RUNNING, 1.0, tip))
             lanes[i].append(sp.Segment(t, t + tick, "", EXITED, 1.0, tip))
@@ -61,24 +54,24 @@ def _running(
     return lanes
 
 
-def _who(v: dict[str, Any]) -> str:
-    if "pid" in v:
-        return f"pid {v['pid']}"
-    if "container" in v:
-        return f"container {str(v['container'])[:12]}"
+def _who(v: OpFacts) -> str:
+    if v.pid is not None:
+        return f"pid {v.pid}"
+    if v.container is not None:
+        return f"container {v.container[:12]}"
     return "?"
 
 
-def _held(nemesis: list[dict[str, Any]], t_end: float) -> list[tuple[int, sp.Segment]]:
+def _held(nemesis: Sequence[NemesisOp], t_end: float) -> list[tuple[int, sp.Segment]]:
     """Pauses and cut links of instances, from the fault op to its heal."""
     out: list[tuple[int, sp.Segment]] = []
     open_: dict[tuple[str, int], float] = {}
     for op in nemesis:
-        f, t = op.get("f"), op["time"] / 1e9
-        if op.get("type") == "ok" and f in _HELD and (i := _instance(op)) is not None:
-            open_[(str(f), i)] = t
+        f, t = op.f, op.time / 1e9
+        if op.type == "ok" and f in _HELD and (i := op.facts.instance) is not None:
+            open_[(f, i)] = t
         for fault, word in _HELD.items():
-            if op.get("type") == "ok" and heals(fault, str(f)):
+            if op.type == "ok" and heals(fault, f):
                 for key in [k for k in open_ if k[0] == fault]:
                     t0 = open_.pop(key)
                     tip = f"instance {key[1]} {word} {t0:.2f}-{t:.2f}s"
@@ -88,57 +81,57 @@ def _held(nemesis: list[dict[str, Any]], t_end: float) -> list[tuple[int, sp.Seg
     return out
 
 
-def app_lanes(data: dict[str, Any], axis: sp.Axis, bands: list[sp.Band]) -> str:
+def app_lanes(data: ReportData, axis: sp.Axis, bands: list[sp.Band]) -> str:
     """One lane per instance: green while it ran, orange while paused or cut off, red
     where it ended (hover: pid or container, who ended it, the exit code)."""
-    events = data.get("app_events") or []
-    if not events:
+    if not data.app_events:
         return ""
-    per = _running(events, axis.t1, axis.span / 400)
-    for i, seg in _held(data.get("nemesis") or [], axis.t1):
+    per = _running(data.app_events, axis.t1, axis.span / 400)
+    for i, seg in _held(data.nemesis, axis.t1):
         per.setdefault(i, []).append(seg)
     lanes = {f"app {i}": per[i] for i in sorted(per)}
     return sp.lanes_chart(axis, lanes, bands, "application instances")
 
 
-def _nearest_fault(t: float, nemesis: list[dict[str, Any]]) -> str | None:
+def _nearest_fault(t: float, nemesis: Sequence[NemesisOp]) -> str | None:
     """The fault (on the app or the brokers) that began nearest to `t`, before or
     after it, in words: "0.3s before app-kill of instance 0 at 5.1s"."""
-    faults = [op for op in nemesis if op.get("type") == "ok" and is_fault(str(op.get("f")))]
+    faults = [op for op in nemesis if op.type == "ok" and is_fault(op.f)]
     if not faults:
         return None
-    op = min(faults, key=lambda o: abs(o["time"] / 1e9 - t))
-    at = op["time"] / 1e9
-    i = _instance(op)
-    what = f"{op['f']} of instance {i}" if i is not None else str(op["f"])
+    op = min(faults, key=lambda o: abs(o.time / 1e9 - t))
+    at = op.time / 1e9
+    i = op.facts.instance
+    what = f"{op.f} of instance {i}" if i is not None else op.f
     side = "before" if t <= at else "after"
     return f"{abs(at - t):.1f}s {side} {what} at {at:.1f}s"
 
 
-def app_sentence(results: Results | None, data: dict[str, Any] | None) -> str:
+def app_sentence(results: Results | None, data: ReportData | None) -> str:
     """Which inputs went missing, doubled or appeared from nowhere in the output, and
     the fault each followed; empty where the run has no such finding."""
     if results is None:
         return ""
-    data = data or {}
-    nemesis = data.get("nemesis") or []
-    sends = {s.get("value"): s for s in (data.get("witnesses") or {}).get("sends", [])}
+    nemesis = data.nemesis if data is not None else ()
     parts = []
     for name in _APP_ANOMALIES:
-        found = results.anomalies.get(name)
-        if found is None or not found.count:
+        count = results.count(name)
+        if not count:
             continue
         items = []
-        for ex in found.examples[:_NAMED]:
-            v = ex.get("value")
-            where = f"{ex.get('topic')}/{ex.get('partition')}@{ex.get('offset')}"
-            s = sends.get(v)
-            near = _nearest_fault(s["time"] / 1e9, nemesis) if s and s.get("time") else None
-            # When the input was acknowledged, against the fault nearest to it.
-            items.append(f"input {v} ({where}" + (f", acknowledged {near})" if near else ")"))
-        more = f" and {found.count - len(items)} more" if found.count > len(items) else ""
+        for ex in results.anomalies[name].example_views()[:_NAMED]:
+            where = f"{ex.topic}/{ex.partition}@{ex.offset}"
+            # The last send of the input: when it was acknowledged, against the fault
+            # nearest to it.
+            sent = sends_of(data, ex.value)
+            t = sent[-1].time if sent else None
+            near = _nearest_fault(t / 1e9, nemesis) if t else None
+            items.append(
+                f"input {ex.value} ({where}" + (f", acknowledged {near})" if near else ")")
+            )
+        more = f" and {count - len(items)} more" if count > len(items) else ""
         parts.append(
-            f"<li><b>{escape(name)}</b> ({found.count}): {escape(', '.join(items) + more)}. "
+            f"<li><b>{escape(name)}</b> ({count}): {escape(', '.join(items) + more)}. "
             f"{escape(ANOMALIES[name].definition)}.</li>"
         )
     if not parts:

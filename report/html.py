@@ -10,18 +10,35 @@ heavy lifting (per-second aggregates, the ops behind each witness) is Spark's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES, NEED_WORDS, Need
 from kafka_trial.checkers.claims import CLAIMS, Claim
-from kafka_trial.checkers.results import AnomalyResult, Results
+from kafka_trial.checkers.results import AnomalyResult, Example, Results
+from kafka_trial.contracts.cluster_state import STATES_FILE, StateSample, read_states
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.report_data import REPORT_DATA_FILE, ReportData
+from kafka_trial.contracts.run_record import RUN_FILE, RunRecord
+from kafka_trial.contracts.schedule import SCHEDULE_FILE, Step, read_schedule
+from kafka_trial.contracts.spec import (
+    SPEC_FILE,
+    AppSpec,
+    ClusterSpec,
+    ConsumerSpec,
+    CopierSpec,
+    ProducerSpec,
+    RunSpec,
+    TopicSpec,
+    read_spec,
+)
 from kafka_trial.nemesis.catalog import MARK_OPS
 from kafka_trial.nemesis.effects import effect
 from kafka_trial.report import charts
@@ -33,6 +50,8 @@ from kafka_trial.report.witnesses import ack_time, explain, runs
 
 REPORT = "report.html"
 
+T = TypeVar("T")
+
 MAX_WITNESSES = 10
 
 
@@ -40,27 +59,15 @@ MAX_WITNESSES = 10
 class Inputs:
     run_dir: Path
     results: Results | None = None
-    data: dict[str, Any] | None = None
-    spec: dict[str, Any] | None = None
-    run: dict[str, Any] | None = None
-    schedule: list[Any] | None = None
-    states: list[dict[str, Any]] = field(default_factory=list)
+    data: ReportData | None = None
+    spec: RunSpec | None = None
+    run: RunRecord | None = None
+    schedule: list[Step] | None = None
+    states: list[StateSample] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # what the page cannot show, and why
     # Every time on the page counts from here (history clock, ns), and what it is.
     origin_ns: int = 0
     origin: str = "the start of the history (no fault phase start known)"
-
-
-def _json_file(inp: Inputs, name: str, why: str, where: Path | None = None) -> Any:
-    p = (where or inp.run_dir) / name
-    if not p.is_file():
-        inp.missing.append(f"{name} is missing: {why}")
-        return None
-    try:
-        return json.loads(p.read_text())
-    except (ValueError, OSError) as e:
-        inp.missing.append(f"{name} cannot be read ({type(e).__name__}): {why}")
-        return None
 
 
 def _results(inp: Inputs, path: Path, run_dir: Path) -> Results | None:
@@ -76,90 +83,76 @@ def _results(inp: Inputs, path: Path, run_dir: Path) -> Results | None:
         return None
 
 
+def _report_data(inp: Inputs, path: Path, run_dir: Path) -> ReportData | None:
+    lost = "no timeline, latency or witness ops"
+    if not path.is_file():
+        inp.missing.append(
+            f"{REPORT_DATA_FILE} is missing: {lost}; run `kafka-trial report {run_dir}`"
+        )
+        return None
+    try:
+        return ReportData.load(path)
+    except TrialError as e:
+        inp.missing.append(f"{e.problem} -- {e.fix}: {lost}")
+        return None
+
+
 def load_inputs(run_dir: Path, out_dir: Path | None = None) -> Inputs:
     """run_dir: what the run wrote; out_dir: where the analysis wrote (default run_dir)."""
     inp = Inputs(run_dir)
     results_dir = out_dir or run_dir
     inp.results = _results(inp, results_dir / "results.json", run_dir)
-    inp.data = _json_file(
-        inp,
-        "report-data.json",
-        f"no timeline, latency or witness ops; run `kafka-trial report {run_dir}`",
-        results_dir,
-    )
-    inp.spec = _json_file(inp, "spec.json", "settings unknown (a bare history)")
-    inp.run = _json_file(inp, "run.json", "no phase timings (the run did not finish)")
-    inp.schedule = _json_file(inp, "schedule.json", "no fault schedule")
-    _load_states(inp, run_dir / "cluster-state.jsonl")
+    inp.data = _report_data(inp, results_dir / REPORT_DATA_FILE, run_dir)
+    inp.spec = _contract(inp, SPEC_FILE, "settings unknown (a bare history)", read_spec)
+    inp.run = _contract(inp, RUN_FILE, "no phase timings (the run did not finish)", RunRecord.read)
+    inp.schedule = _contract(inp, SCHEDULE_FILE, "no fault schedule", read_schedule)
+    _load_states(inp, run_dir / STATES_FILE)
     inp.origin_ns, inp.origin = fault_phase_origin(inp.run, inp.schedule, inp.data)
     if inp.origin_ns:
-        _shift(inp.data, inp.origin_ns)
-        _shift(inp.states, inp.origin_ns)
+        inp.data = inp.data.shifted(inp.origin_ns) if inp.data is not None else None
+        inp.states = [s.shifted(inp.origin_ns) for s in inp.states]
     return inp
+
+
+def _contract(inp: Inputs, name: str, why: str, read: Callable[[Path], T]) -> T | None:
+    """A run-directory file through its contract; what is missing or does not load is
+    said on the page (with what to re-run), never raised."""
+    if not (inp.run_dir / name).is_file():
+        inp.missing.append(f"{name} is missing: {why}")
+        return None
+    try:
+        return read(inp.run_dir)
+    except TrialError as e:
+        inp.missing.append(f"{e.problem} -- {e.fix}: {why}")
+        return None
 
 
 def _load_states(inp: Inputs, states: Path) -> None:
     if not states.is_file():
-        inp.missing.append("cluster-state.jsonl is missing: no leader, ISR or broker lanes")
+        inp.missing.append(f"{STATES_FILE} is missing: no leader, ISR or broker lanes")
         return
-    bad = 0
-    for line in states.read_text(errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(row, dict) and isinstance(row.get("time"), int):
-            inp.states.append(row)
-    if bad:
-        inp.missing.append(f"cluster-state.jsonl: {bad} line(s) cut off or damaged, skipped")
+    timeline = read_states(states)
+    inp.states = timeline.samples
+    if timeline.damaged:
+        inp.missing.append(f"{STATES_FILE}: {timeline.damaged} line(s) cut off or damaged, skipped")
 
 
 def fault_phase_origin(
-    run: dict[str, Any] | None, schedule: list[Any] | None, data: dict[str, Any] | None
+    run: RunRecord | None, schedule: list[Step] | None, data: ReportData | None
 ) -> tuple[int, str]:
     """Where the page's clock starts, in history nanoseconds: the start of the fault
     phase, from which schedule.json's at_s counts, so a band drawn at 20 s is the step
     scheduled `at_s: 20`. Runs written before run.json recorded it get an estimate:
     the first nemesis op, less its step's at_s."""
-    start = _get(run, "fault_phase_start_ns")
-    if isinstance(start, int) and not isinstance(start, bool):
+    start = run.fault_phase_start_ns if run is not None else None
+    if start is not None:
         return start, "the start of the fault phase (run.json)"
-    first = next(
-        (o for o in (data or {}).get("nemesis", []) if isinstance(o.get("time"), int)), None
-    )
-    at = schedule[0].get("at_s") if schedule and isinstance(schedule[0], dict) else None
-    if first is not None and isinstance(at, (int, float)):
-        origin = max(first["time"] - round(at * 1e9), 0)
+    first = data.nemesis[0] if data is not None and data.nemesis else None
+    at = schedule[0].at_s if schedule else None
+    if first is not None and at is not None:
+        origin = max(first.time - round(at * 1e9), 0)
         return origin, "the start of the fault phase (estimated: the first fault op less its at_s)"
     return 0, "the start of the history (no fault phase start known)"
-
-
-def _is_time(key: str) -> bool:
-    """The history's times, wherever they are copied (report-data.json's rows, its
-    span, cluster-state.jsonl, a cycle witness's steps): "time", "*_time", t0 and t1."""
-    return key in ("time", "t0", "t1") or key.endswith("_time")
-
-
-def _shift(obj: Any, origin_ns: int) -> None:
-    """Move every history time in `obj` to the page's clock, in place. A nemesis op's
-    value is what the op recorded, not a time of ours: left alone."""
-    if isinstance(obj, list):
-        for v in obj:
-            _shift(v, origin_ns)
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            if _is_time(k) and isinstance(v, int) and not isinstance(v, bool):
-                obj[k] = v - origin_ns
-            elif k != "value":
-                _shift(v, origin_ns)
-
-
-def _on_page_clock(examples: Any, inp: Inputs) -> list[dict[str, Any]]:
-    """Witnesses as results.json holds them, their times moved to the page's clock."""
-    out = json.loads(json.dumps(list(examples)))
-    _shift(out, inp.origin_ns)
-    return out
 
 
 # ---------------------------------------------------------------- helpers
@@ -173,15 +166,6 @@ def _table(headers: list[str], rows: list[list[Any]], cls: str = "") -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _get(d: dict[str, Any] | None, path: str, default: Any = None) -> Any:
-    cur: Any = d
-    for k in path.split("."):
-        if not isinstance(cur, dict) or k not in cur:
-            return default
-        cur = cur[k]
-    return cur
 
 
 # ---------------------------------------------------------------- sections
@@ -208,72 +192,92 @@ def verdict_sentence(results: Results | None) -> tuple[str, str]:
     return "unknown", f"UNKNOWN: the history cannot decide the verdict ({why})."
 
 
-def clients_present(spec: dict[str, Any] | None, fs: set[str]) -> set[Need]:
+def _part(spec: RunSpec | None, name: str) -> Any:
+    """A key of the spec as spec.json holds it, or None where it does not: a bare
+    history has no spec, and the pytest plugin's holds only its `check` section."""
+    return getattr(spec, name) if spec is not None and name in spec.model_fields_set else None
+
+
+def clients_present(spec: RunSpec | None, fs: set[str]) -> set[Need]:
     """The kinds of client a run had, from its settings and the op kinds it recorded."""
-    copier = (_get(spec, "copier.workers") or 0) > 0
+    producer: ProducerSpec | None = _part(spec, "producer")
+    consumer: ConsumerSpec | None = _part(spec, "consumer")
+    copier_spec: CopierSpec | None = _part(spec, "copier")
+    app: AppSpec | None = _part(spec, "app")
+    copier = copier_spec is not None and copier_spec.workers > 0
     present: set[Need] = set()
-    if "process" in fs or _get(spec, "consumer.mode") == "subscribe":
+    if "process" in fs or (consumer is not None and consumer.mode == "subscribe"):
         present.add("group")
     if copier:
         present.add("copier")
-    if "txn" in fs or bool(_get(spec, "producer.transactional")):
+    if "txn" in fs or (producer is not None and producer.transactional):
         present.add("transactions")
-    if (_get(spec, "consumer.workers") or 0) > 0 or "process" in fs or copier:
+    if (consumer is not None and consumer.workers > 0) or "process" in fs or copier:
         present.add("consumers")
     if "poll" in fs or "txn" in fs:
         present.add("reads")
-    if _get(spec, "app.command") or _get(spec, "app.image") or "app-start" in fs:
+    if (app is not None and app.present) or "app-start" in fs:
         present.add("app")
     return present
 
 
-def _consumers(spec: dict[str, Any]) -> str:
-    workers = _get(spec, "consumer.workers")
-    if workers == 0:
+def _consumers(consumer: ConsumerSpec | None) -> str:
+    if consumer is None:
+        return "? (?)"
+    if consumer.workers == 0:
         return "none (only the final drain reads)"
-    return f"{workers if workers is not None else '?'} ({_get(spec, 'consumer.mode', '?')})"
+    return f"{consumer.workers} ({consumer.mode})"
 
 
-def _settings(spec: dict[str, Any], present: set[Need]) -> list[list[Any]]:
+def _settings(spec: RunSpec | None, present: set[Need]) -> list[list[Any]]:
     """The settings that shape what this run could do; a client's settings only if the
     run had that client (isolation level: consumers, and transactions' own reads)."""
+    p: ProducerSpec | None = _part(spec, "producer")
+    c: ConsumerSpec | None = _part(spec, "consumer")
+    t: TopicSpec | None = _part(spec, "topic")
+    faults = n.faults if (n := _part(spec, "nemesis")) is not None else ()
+    allowed = k.allowed if (k := _part(spec, "check")) is not None else ()
+    q = "?"
     rows: list[tuple[str, Any, set[Need] | None]] = [
-        ("acks", _get(spec, "producer.acks", "?"), None),
-        ("idempotence", _get(spec, "producer.idempotence", "?"), None),
-        ("max in flight", _get(spec, "producer.max_in_flight", "?"), None),
-        ("retries", _get(spec, "producer.retries", "?"), None),
-        ("transactions", _get(spec, "producer.transactional", "?"), None),
-        ("consumers", _consumers(spec), None),
-        (
-            "isolation level",
-            _get(spec, "consumer.isolation_level", "?"),
-            {"consumers", "transactions"},
-        ),
-        ("commit style", _get(spec, "consumer.commit", "?"), {"group"}),
-        ("replication factor", _get(spec, "topic.replication_factor", "?"), None),
-        ("min.insync.replicas", _get(spec, "topic.min_insync_replicas", "?"), None),
-        ("unclean leader election", _get(spec, "topic.unclean_leader_election", "?"), None),
-        ("faults", ", ".join(_get(spec, "nemesis.faults", []) or ["none"]), None),
-        ("allowed anomalies", ", ".join(_get(spec, "check.allowed", []) or ["none"]), None),
+        ("acks", p.acks if p else q, None),
+        ("idempotence", p.idempotence if p else q, None),
+        ("max in flight", p.max_in_flight if p else q, None),
+        ("retries", p.retries if p else q, None),
+        ("transactions", p.transactional if p else q, None),
+        ("consumers", _consumers(c), None),
+        ("isolation level", c.isolation_level if c else q, {"consumers", "transactions"}),
+        ("commit style", c.commit if c else q, {"group"}),
+        ("replication factor", t.replication_factor if t else q, None),
+        ("min.insync.replicas", t.min_insync_replicas if t else q, None),
+        ("unclean leader election", t.unclean_leader_election if t else q, None),
+        ("faults", ", ".join(faults or ["none"]), None),
+        ("allowed anomalies", ", ".join(allowed or ["none"]), None),
     ]
     return [[k, v] for k, v, needs in rows if needs is None or needs & present]
 
 
+def _kafka_version(inp: Inputs) -> str:
+    if inp.run is not None and inp.run.kafka_version:
+        return inp.run.kafka_version
+    cluster: ClusterSpec | None = _part(inp.spec, "cluster")
+    return cluster.kafka_version if cluster is not None else "?"
+
+
 def _run_facts(inp: Inputs) -> list[list[Any]]:
-    spec = inp.spec or {}
     span = inp.results.stats.span_s if inp.results is not None else "?"
+    duration = _part(inp.spec, "duration_s")
     return [
         ["run", inp.run_dir.name],
-        ["preset / name", _get(spec, "name", "?")],
-        ["Kafka", _get(inp.run, "kafka_version", _get(spec, "cluster.kafka_version", "?"))],
-        ["seed", _get(spec, "seed", "?")],
-        ["fault phase", f"{_get(spec, 'duration_s', '?')} s"],
+        ["preset / name", _part(inp.spec, "name") or "?"],
+        ["Kafka", _kafka_version(inp)],
+        ["seed", s if (s := _part(inp.spec, "seed")) is not None else "?"],
+        ["fault phase", f"{duration if duration is not None else '?'} s"],
         ["history span", f"{span} s"],
         ["faults injected", inp.results.stats.faults_injected if inp.results else "?"],
         [
             "reproduce",
-            f"kafka-trial run --config {shlex.quote(str(inp.run_dir / 'spec.json'))}"
-            if inp.spec
+            f"kafka-trial run --config {shlex.quote(str(inp.run_dir / SPEC_FILE))}"
+            if inp.spec is not None
             else "(no spec.json: not reproducible from this directory)",
         ],
     ]
@@ -282,13 +286,13 @@ def _run_facts(inp: Inputs) -> list[list[Any]]:
 def header(inp: Inputs, fs: set[str]) -> str:
     cls, sentence = verdict_sentence(inp.results)
     out = [f'<h1 class="verdict {cls}">{_e(sentence)}</h1>']
-    claim = CLAIMS.get(_get(inp.spec, "name", ""))
+    claim = CLAIMS.get(_part(inp.spec, "name") or "")
     if claim is not None:
         out.append(_claim(claim, inp.results))
     out.append('<div class="cols">')
     out.append(
         "<div><h3>Settings that matter</h3>"
-        + _table(["setting", "value"], _settings(inp.spec or {}, clients_present(inp.spec, fs)))
+        + _table(["setting", "value"], _settings(inp.spec, clients_present(inp.spec, fs)))
         + "</div>"
     )
     out.append("<div><h3>Run</h3>" + _table(["fact", "value"], _run_facts(inp)) + "</div>")
@@ -353,15 +357,15 @@ def _span(xs: list[int], what: str) -> str:
     return f"{what} " + ", ".join(map(str, xs))
 
 
-def _run_intro(run: list[dict[str, Any]], unit: str, acks: list[float]) -> str:
+def _run_intro(run: list[Example], unit: str, acks: list[float]) -> str:
     """What a run of alike witnesses is, before the first of them is explained."""
-    offsets = [ex["offset"] for ex in run]
-    values = [ex.get("value") for ex in run]
+    offsets = [ex.offset for ex in run]
+    values = [ex.value for ex in run if ex.value is not None]
     when = f", acknowledged {min(acks):.3f}s to {max(acks):.3f}s" if acks else ""
-    vals = _span(values, "values") if all(isinstance(v, int) for v in values) else ""
+    vals = _span(values, "values") if len(values) == len(run) else ""
     return (
         f"{len(run)} {_e(unit)} at consecutive offsets {offsets[0]}-{offsets[-1]} of "
-        f"partition {_e(run[0].get('partition'))} ({_e(vals)}{_e(when)}), alike in all "
+        f"partition {_e(run[0].partition)} ({_e(vals)}{_e(when)}), alike in all "
         "but value and offset. The first of them: "
     )
 
@@ -369,7 +373,7 @@ def _run_intro(run: list[dict[str, Any]], unit: str, acks: list[float]) -> str:
 def _witness_items(
     name: str,
     a: AnomalyResult,
-    shown: list[dict[str, Any]],
+    shown: list[Example],
     inp: Inputs,
     fs: list[Fault],
     t_end: float,
@@ -397,14 +401,14 @@ def _witness_items(
     return items, markers, groups
 
 
-def _leaders(shown: list[dict[str, Any]], groups: list[list[int]], inp: Inputs) -> str:
+def _leaders(shown: list[Example], groups: list[list[int]], inp: Inputs) -> str:
     """In words, which broker led each witness's partition when it was acknowledged
     and which took over: one sentence per leader and successor."""
     by: dict[Handover, list[tuple[str, float, float]]] = {}
     for run in groups:
         acks = [t for i in run if (t := ack_time(shown[i], inp.data)) is not None]
-        p = shown[run[0]].get("partition")
-        if not acks or not isinstance(p, int):
+        p = shown[run[0]].partition
+        if not acks or p is None:
             continue
         h = handover(inp.states, p, min(acks))
         if h is not None:
@@ -417,7 +421,8 @@ def _leaders(shown: list[dict[str, Any]], groups: list[list[int]], inp: Inputs) 
     ]
     if not said:
         return ""
-    if str(_get(inp.spec, "producer.acks")) == "1":
+    producer: ProducerSpec | None = _part(inp.spec, "producer")
+    if producer is not None and str(producer.acks) == "1":
         said.append("With acks=1 a leader acknowledges alone, without waiting for any follower.")
     return '<p class="leaders">Leaders (cluster-state.jsonl): ' + _e(" ".join(said)) + "</p>"
 
@@ -439,7 +444,7 @@ def anomalies_section(inp: Inputs, fs: list[Fault], t_end: float) -> tuple[str, 
         out.append(f"<p>{_e(inp.results.definition(name))}.</p>")
         if a.count is None:
             out.append(f'<p class="problem">The check failed: {_e(a.error or "")}</p>')
-        shown = _on_page_clock(a.examples[:MAX_WITNESSES], inp)
+        shown = [ex.shifted(inp.origin_ns) for ex in a.example_views()[:MAX_WITNESSES]]
         items, marks, groups = _witness_items(name, a, shown, inp, fs, t_end)
         markers += marks
         if name in ANOMALIES and not ANOMALIES[name].allowed_by_default:
@@ -459,7 +464,7 @@ def anomalies_section(inp: Inputs, fs: list[Fault], t_end: float) -> tuple[str, 
 
 
 def _fact_rows(inp: Inputs) -> list[list[Any]]:
-    phases = _get(inp.run, "phases", {}) or {}
+    phases = inp.run.phases if inp.run is not None else {}
     rows: list[list[Any]] = [
         [k, f"{v:.1f} s"] for k, v in phases.items() if isinstance(v, (int, float))
     ]
@@ -485,13 +490,13 @@ def _fault_effects(inp: Inputs) -> str:
     """Each nemesis op that did something its label does not say, as its completion
     records it (the nemesis package's own reading, nemesis/effects.py)."""
     rows = []
-    for o in (inp.data or {}).get("nemesis", []):
+    for o in inp.data.nemesis if inp.data is not None else ():
         # A mark is the user's word, not a fault: the timeline shows its text.
-        if o.get("type") not in ("ok", "info") or o.get("f") in MARK_OPS:
+        if o.type not in ("ok", "info") or o.f in MARK_OPS:
             continue
-        said = effect(o.get("f") or "", o["type"], o.get("value"), o.get("error"))
+        said = effect(o.f, o.type, o.value, o.error)
         if said:
-            rows.append([f"{o['time'] / 1e9:.1f}", o.get("f"), o["type"], said])
+            rows.append([f"{o.time / 1e9:.1f}", o.f, o.type, said])
     if not rows:
         return ""
     return "<h3>What the faults did</h3>" + _table(["s", "op", "type", "effect"], rows)
@@ -510,11 +515,10 @@ def facts_section(inp: Inputs) -> str:
     else:
         out.append("<p>No broker or proxy logs in this run directory.</p>")
     if inp.schedule:
-        keys = sorted({k for s in inp.schedule if isinstance(s, dict) for k in s})
+        # The columns in the order they always had: the step's keys, sorted.
+        keys = sorted(f.name for f in dataclasses.fields(Step))
         rows = [
-            [i + 1, *(json.dumps(s.get(k)) for k in keys)]
-            for i, s in enumerate(inp.schedule)
-            if isinstance(s, dict)
+            [i + 1, *(json.dumps(getattr(s, k)) for k in keys)] for i, s in enumerate(inp.schedule)
         ]
         out.append("<h3>Fault schedule (schedule.json)</h3>" + _table(["#", *keys], rows))
     return "\n".join(out)
@@ -546,16 +550,15 @@ def _cluster(axis: sp.Axis, markers: list[Marker]) -> list[tuple[float, str]]:
     return [(t, f"{n} {_wtag(lo, hi)}") for t, n, lo, hi in out]
 
 
-def _marks(data: dict[str, Any] | None) -> list[tuple[float, str]]:
+def _marks(data: ReportData | None) -> list[tuple[float, str]]:
     """Outside events the user marked (`kafka-trial mark`), with their text, where the
     run recorded them: the user's word on what happened, neither fault nor heal."""
     out = []
-    for o in (data or {}).get("nemesis", []):
-        v = o.get("value")
-        if o.get("type") == "invoke" and o.get("f") in MARK_OPS and isinstance(v, dict):
-            text = str(v.get("text", ""))
+    for o in data.nemesis if data is not None else ():
+        if o.type == "invoke" and o.f in MARK_OPS and isinstance(o.value, dict):
+            text = o.facts.text
             text = text if len(text) <= 80 else text[:79] + "\u2026"
-            out.append((o["time"] / 1e9, f"mark: {text}"))
+            out.append((o.time / 1e9, f"mark: {text}"))
     return out
 
 
@@ -572,15 +575,15 @@ def _clock_note(inp: Inputs) -> str:
 
 def render(inp: Inputs) -> str:
     data = inp.data
-    t_start = data["t0"] / 1e9 if data else None
-    t_end = data["t1"] / 1e9 if data else None
-    st_times = [s["time"] / 1e9 for s in inp.states]
+    t_start = data.t0 / 1e9 if data else None
+    t_end = data.t1 / 1e9 if data else None
+    st_times = [s.time / 1e9 for s in inp.states]
     lo = min([t for t in (t_start, *st_times[:1]) if t is not None], default=0.0)
     hi = max([t for t in (t_end, *st_times[-1:]) if t is not None], default=lo + 1)
     axis = sp.Axis(lo, max(hi, lo + 1))
-    fs = faults((data or {}).get("nemesis", []), axis.t1)
+    fs = faults(data.nemesis if data else (), axis.t1)
     bands = [f.band for f in fs]
-    fs_seen = {r["f"] for r in (data or {}).get("throughput", [])}
+    fs_seen = {r.f for r in data.throughput} if data else set()
     anomalies_html, markers = anomalies_section(inp, fs, axis.t1)
     timeline = [sp.fault_strip(axis, bands, _cluster(axis, markers) + _marks(data))]
     if data is not None:

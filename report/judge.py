@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_trial.checkers.results import Results
+from kafka_trial.contracts.report_data import REPORT_DATA_FILE
 from kafka_trial.report.html import write_report
 from kafka_trial.report.junit import write_junit
 from kafka_trial.report.text import render
@@ -76,7 +77,7 @@ def judge(
         reuse
         and existing is not None
         and existing.is_file()
-        and (existing.parent / "report-data.json").is_file()
+        and (existing.parent / REPORT_DATA_FILE).is_file()
     ):
         results = Results.from_json(existing)
         run_dir, out = Path(target), Path(target)

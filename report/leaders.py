@@ -9,9 +9,8 @@ leader, and the sentence then says the takeover came before the last acknowledge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-State = dict[str, Any]  # one cluster-state.jsonl sample
+from kafka_trial.contracts.cluster_state import StateSample
 
 
 @dataclass(frozen=True)
@@ -24,35 +23,26 @@ class Handover:
     last_sample: float
 
 
-def _lead(s: State, partition: int) -> tuple[int | None, tuple[int, ...]]:
-    ps = (s.get("partitions") or {}).get(str(partition)) or {}
-    lead = ps.get("leader")
-    isr = tuple(x for x in ps.get("isr") or [] if isinstance(x, int))
-    return (lead if isinstance(lead, int) and lead >= 0 else None), isr
-
-
-def handover(states: list[State], partition: int, acked_at: float) -> Handover | None:
+def handover(states: list[StateSample], partition: int, acked_at: float) -> Handover | None:
     """The partition's leader when a value was acknowledged at `acked_at` (seconds) and
     its successor; None without a sample naming a leader at or before that time."""
-    rows = sorted(
-        (s for s in states if "error" not in s and isinstance(s.get("time"), int)),
-        key=lambda s: s["time"],
-    )
-    before = [s for s in rows if s["time"] / 1e9 <= acked_at]
+    rows = sorted((s for s in states if s.error is None), key=lambda s: s.time)
+    before = [s for s in rows if s.time / 1e9 <= acked_at]
     if not before:
         return None
-    leader, isr = _lead(before[-1], partition)
+    at_ack = before[-1].partition(partition)
+    leader = at_ack.leading
     if leader is None:
         return None
     after = rows[len(before) :]
-    nxt = next((s for s in after if _lead(s, partition)[0] not in (None, leader)), None)
+    nxt = next((s for s in after if s.partition(partition).leading not in (None, leader)), None)
     return Handover(
         partition,
         leader,
-        isr,
-        _lead(nxt, partition)[0] if nxt is not None else None,
-        nxt["time"] / 1e9 if nxt is not None else None,
-        rows[-1]["time"] / 1e9,
+        at_ack.isr,
+        nxt.partition(partition).leading if nxt is not None else None,
+        nxt.time / 1e9 if nxt is not None else None,
+        rows[-1].time / 1e9,
     )
 
 

@@ -4,18 +4,21 @@ Everything here is bounded whatever the history's size: per-bucket counts and
 latency percentiles (at most MAX_BUCKETS buckets), a per-partition offset envelope
 per bucket, the nemesis ops and client events (capped), and the ops behind the
 anomaly examples in results.json. So a 10M-op history gives as small and as fast a
-report as a 10k-op one.
+report as a 10k-op one. The file's contract is `contracts.report_data.ReportData`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from kafka_trial.spark_analysis.history_frames import Frames
-from kafka_trial.spark_analysis.history_parse import LINE_SCHEMA
-from kafka_trial.spark_analysis.queue_checks import CLIENT_EVENTS
+from kafka_trial.checkers.results import AnomalyResult
+from kafka_trial.contracts.report_data import ReportData
+from kafka_trial.spark_analysis.facts.stats import CLIENT_EVENTS
+from kafka_trial.spark_analysis.read import Frames
+from kafka_trial.spark_analysis.read.history_parse import LINE_SCHEMA
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -70,6 +73,8 @@ def _ops_with_values(
     )
     out = []
     for r in rows:
+        if None in (r["index"], r["time"], r["type"], r["f"]):
+            continue  # a damaged line (the analysis counts it): no op to draw
         try:
             value = json.loads(r["value"]) if r["value"] is not None else None
         except ValueError:
@@ -89,33 +94,26 @@ def _ops_with_values(
     return out
 
 
-def _witness_values(anomalies: dict[str, Any]) -> list[int]:
-    vals: set[int] = set()
-    for a in anomalies.values():
-        for ex in a.get("examples", []):
-            v = ex.get("value") if isinstance(ex, dict) else None
-            if isinstance(v, int):
-                vals.add(v)
-    return sorted(vals)
+def _witness_values(anomalies: Mapping[str, AnomalyResult]) -> list[int]:
+    vals = {ex.value for a in anomalies.values() for ex in a.example_views()}
+    return sorted(v for v in vals if v is not None)
 
 
-def _positions(anomalies: dict[str, Any]) -> list[tuple[str, int, int]]:
+def _positions(anomalies: Mapping[str, AnomalyResult]) -> list[tuple[str, int, int]]:
     """(topic, partition, offset) of every example that names one: where reads are
     looked up."""
     pos: set[tuple[str, int, int]] = set()
     for a in anomalies.values():
-        for ex in a.get("examples", []):
-            if not isinstance(ex, dict):
-                continue
-            t, p, o = ex.get("topic"), ex.get("partition"), ex.get("offset")
-            if isinstance(t, str) and isinstance(p, int) and isinstance(o, int):
-                pos.add((t, p, o))
+        for ex in a.example_views():
+            if ex.topic is not None and ex.partition is not None and ex.offset is not None:
+                pos.add((ex.topic, ex.partition, ex.offset))
     return sorted(pos)
 
 
 def report_data(
-    spark: SparkSession, fr: Frames, uri: str, anomalies: dict[str, Any]
-) -> dict[str, Any]:
+    spark: SparkSession, fr: Frames, uri: str, anomalies: Mapping[str, AnomalyResult]
+) -> ReportData:
+    """The file's contents for the history at `uri`, judged to `anomalies`."""
     times = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
     t0 = times["t0"] or 0
     t1 = times["t1"] or 0
@@ -157,6 +155,29 @@ def report_data(
         .limit(MAX_EVENTS)
         .collect()
     ]
+    offsets = _offsets(fr, bucket)
+    witnesses = _witnesses(fr, paired, anomalies)
+    paired.unpersist()
+    # Validated here, so a file the report cannot read is never written.
+    data = {
+        "t0": t0,
+        "t1": t1,
+        "bucket_s": bucket_s,
+        "throughput": throughput,
+        "latency_ms": latency,
+        "offsets": offsets,
+        "client_events": events,
+        "client_events_capped": len(events) >= MAX_EVENTS,
+        "nemesis": _nemesis_ops(spark, uri),
+        "app_events": _app_events(spark, uri),
+        "witnesses": witnesses,
+        "history_uri": uri,
+    }
+    return ReportData.model_validate(data)
+
+
+def _offsets(fr: Frames, bucket: Column) -> list[dict[str, Any]]:
+    """Per partition and bucket, the range of offsets acknowledged, and of offsets read."""
     times_by_index = fr.ops.select("index", "time")
     acked = (
         fr.sends.filter((F.col("outcome") == "ok") & F.col("offset").isNotNull())
@@ -173,26 +194,12 @@ def report_data(
         .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"))
         .withColumn("kind", F.lit("read"))
     )
-    offsets = [r.asDict() for r in acked.unionByName(read).collect()]
-
-    witnesses = _witnesses(fr, paired, anomalies)
-    paired.unpersist()
-    return {
-        "t0": t0,
-        "t1": t1,
-        "bucket_s": bucket_s,
-        "throughput": throughput,
-        "latency_ms": latency,
-        "offsets": offsets,
-        "client_events": events,
-        "client_events_capped": len(events) >= MAX_EVENTS,
-        "nemesis": _nemesis_ops(spark, uri),
-        "app_events": _app_events(spark, uri),
-        "witnesses": witnesses,
-    }
+    return [r.asDict() for r in acked.unionByName(read).collect()]
 
 
-def _witnesses(fr: Frames, paired: DataFrame, anomalies: dict[str, Any]) -> dict[str, Any]:
+def _witnesses(
+    fr: Frames, paired: DataFrame, anomalies: Mapping[str, AnomalyResult]
+) -> dict[str, Any]:
     """The ops behind the examples: every send and read of each example value, and the
     reads at each example's position (what a read returned instead)."""
     values = _witness_values(anomalies)

@@ -4,7 +4,7 @@ and a suite of planted cases, each with its clean twin, would cost minutes.
 Case n writes through `Case`, a tests.histories.Builder whose ops land in one shared
 history with topic t renamed c{n} (t-out: c{n}-out), process p as 100n + p and value
 v as shift(v, n), so cases share no partition, process or value. Each check's
-rows are computed exactly as run_checks computes them (queue_checks._tagged), all of
+rows are computed exactly as run_checks computes them (checks/runner._tagged), all of
 them, and go back to the case whose topic (or process) they name. What only the
 verdict decides (unknown, allowed, the drain never ran) cannot be batched: those
 histories are judged alone, with `analyze`."""
@@ -145,9 +145,9 @@ class Cases(dict[str, Callable[[Case], Any]]):
 
 def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> dict[str, Judged]:
     """Write every case into `path` and judge them in one pass of every check."""
-    from kafka_trial.spark_analysis.history_frames import load
-    from kafka_trial.spark_analysis.queue_checks import CHECKS, _tagged, _union_all
-    from kafka_trial.spark_analysis.shared_frames import Plan
+    from kafka_trial.spark_analysis.checks.runner import CHECKS, _tagged, _union_all
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
 
     h = HistoryWriter(path)
     made: dict[str, Case] = {}
@@ -156,7 +156,7 @@ def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> di
         build(made[name])
     h.close()
     by_n = {c.n: Judged(c) for c in made.values()}
-    plan = Plan(load(spark, str(path)))
+    plan = AnalysisFrames(load(spark, str(path)))
     try:
         tagged = [_tagged(name, fn(plan), unit) for name, (fn, unit) in CHECKS.items()]
         for r in _union_all(tagged).collect():

@@ -55,7 +55,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    from kafka_trial.spark_analysis.session import spark_session
+    from kafka_trial.spark_analysis.spark.session import spark_session
 
     # One session judges every planted history a worker runs, a few hundred analyses:
     # at the default 2g its heap filled (a suite run of 2026-11-25 died of

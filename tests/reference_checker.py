@@ -3,7 +3,7 @@
 Written from the definitions in checkers/anomalies.py (README's "Anomalies checked"),
 not from the Spark job: dicts and loops over the history's op dicts, so that a
 disagreement with spark_analysis points at a bug in one of the two. It derives the
-same facts as spark_analysis/facts.py, independently: which sends must have
+same facts as spark_analysis/facts/derived.py, independently: which sends must have
 committed, the version order, the drain's frontier, and each record's place.
 
 Each check returns the set of keys it flags, in the shape `spark_keys` in
@@ -584,7 +584,7 @@ def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
 # ---------------------------------------------------------------- dependency cycles
 #
 # G0, G1c, G1c-process and G1c-realtime (checkers/anomalies.py), from the definitions
-# there and in spark_analysis/facts.py, by dicts and a plain recursive Tarjan: every
+# there and in spark_analysis/facts/derived.py, by dicts and a plain recursive Tarjan: every
 # realtime pair is an edge here (the Spark job chains them through events), and the
 # shortest cycle is a breadth-first search from every op of a component.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from kafka_trial.checkers.results import Results
 from kafka_trial.spark_analysis import job
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.sources import HistorySource, resolve
+from kafka_trial.spark_analysis.read.sources import HistorySource, resolve
 
 from tests.cli import JVM_NOISE, kt
 from tests.histories import Builder

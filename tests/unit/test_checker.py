@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kafka_trial.checkers.anomalies import DEFAULT_ALLOWED
 from kafka_trial.checkers.results import Results
-from kafka_trial.spark_analysis import history_frames
 from kafka_trial.spark_analysis.job import analyze
+from kafka_trial.spark_analysis.read import history_frames
 
 from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder

@@ -16,7 +16,8 @@ from kafka_trial.checkers.anomalies import ANOMALIES, NEED_WORDS
 from kafka_trial.checkers.app_guarantees import app_allows
 from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.spark_analysis.job import analyze, read_check_settings
+from kafka_trial.spark_analysis.check_settings import read_check_settings
+from kafka_trial.spark_analysis.job import analyze
 
 from tests.histories import TOPIC, Builder
 from tests.results import ran

@@ -1,7 +1,7 @@
 """Issue 26's defect classes and issue 25's undecided drain: where one check's idea of
 "committed", "how far the drain read" or "record order" differed from another's.
 Each class is planted, beside a clean twin that must stay silent; the facts behind
-them are spark_analysis/facts.py's.
+them are spark_analysis/facts/derived.py's.
 
 The cases whose answer is an anomaly's rows are judged together, in one history
 (tests/batched.py); a clean twin there has no row of any check. The cases whose

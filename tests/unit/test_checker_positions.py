@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.checkers.results import AnomalyResult
-from kafka_trial.spark_analysis import checks_reads
-from kafka_trial.spark_analysis.history_frames import load
-from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
+from kafka_trial.spark_analysis.checks import reads as checks_reads
+from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.shared_frames import Plan
+from kafka_trial.spark_analysis.read.history_frames import load
+from kafka_trial.spark_analysis.read.history_parse import FLAT_SCHEMA, flatten, read_json
 
 from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder, group_poll
@@ -196,8 +196,8 @@ def test_rebalance_partitions_from_the_columnar_rows(spark, tmp_path: Path) -> N
     path = str(run / "history.jsonl")
     pq = (tmp_path / "rows.parquet").as_uri()
     flatten(read_json(spark, path)).write.parquet(pq)
-    from_json = Plan(load(spark, path))
-    from_parquet = Plan(
+    from_json = AnalysisFrames(load(spark, path))
+    from_parquet = AnalysisFrames(
         load(spark, path, spark.read.schema(FLAT_SCHEMA).parquet(pq), columnar=True)
     )
     try:

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from kafka_trial.checkers.verdict import decide
-from kafka_trial.spark_analysis import cycle_graph as cg
-from kafka_trial.spark_analysis.cycle_graph import (
+from kafka_trial.spark_analysis.cycles import graph as cg
+from kafka_trial.spark_analysis.cycles.graph import (
     CHAIN,
     PROCESS,
     RT_IN,
@@ -147,11 +147,11 @@ def test_the_model_interleaves_writes_into_g0() -> None:
 
 
 def _rows(spark: Any, run_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    from kafka_trial.spark_analysis.history_frames import load
-    from kafka_trial.spark_analysis.queue_checks import CHECKS
-    from kafka_trial.spark_analysis.shared_frames import Plan
+    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
 
-    plan = Plan(load(spark, str(run_dir / "history.jsonl")))
+    plan = AnalysisFrames(load(spark, str(run_dir / "history.jsonl")))
     try:
         return {
             n: sorted(
@@ -372,7 +372,7 @@ def test_an_offset_read_with_two_values_orders_nothing(judged: dict[str, Judged]
 def test_pruning_and_the_witness_cap_keep_the_counts(spark, tmp_path: Path, monkeypatch) -> None:
     """Counted first, then also pruned in Spark (both forced), and with one witness
     only: the same components; the second is counted without a cycle."""
-    from kafka_trial.spark_analysis import checks_cycles as cc
+    from kafka_trial.spark_analysis.cycles import edges as cc
 
     b = Builder(tmp_path / "two")
     for base, (p, q) in ((0, (0, 1)), (10, (2, 3))):
@@ -392,7 +392,7 @@ def test_pruning_and_the_witness_cap_keep_the_counts(spark, tmp_path: Path, monk
 
 
 def test_a_graph_too_large_for_the_driver_is_unknown(spark, tmp_path: Path, monkeypatch) -> None:
-    from kafka_trial.spark_analysis import checks_cycles as cc
+    from kafka_trial.spark_analysis.cycles import edges as cc
     from kafka_trial.spark_analysis.job import analyze
 
     monkeypatch.setattr(cc, "DRIVER_MAX_EDGES", 1)
@@ -427,7 +427,7 @@ def test_a_check_that_did_not_run_decides_nothing() -> None:
 
 def test_which_cycle_checks_run_by_setting() -> None:
     """on and off need no look at the history (auto's look is in the Spark tests)."""
-    from kafka_trial.spark_analysis.checks_cycles import not_searched
+    from kafka_trial.spark_analysis.cycles.edges import not_searched
 
     assert not_searched(None, "on") == {}
     assert not_searched(None, "off") == dict.fromkeys(CYCLES, "check.cycles is off")
@@ -458,6 +458,7 @@ def test_the_reports_say_not_checked(tmp_path: Path) -> None:
 
 
 def test_a_cycle_witness_reads_step_by_step_with_links_to_the_timeline() -> None:
+    from kafka_trial.checkers.results import Example
     from kafka_trial.report.witnesses import explain
 
     step = {"from_process": "0", "to_process": "1", "topic": "trial", "partition": 0}
@@ -489,7 +490,7 @@ def test_a_cycle_witness_reads_step_by_step_with_links_to_the_timeline() -> None
             },
         ],
     }
-    text, mark = explain("G1c-realtime", ex, None, [], 10.0)
+    text, mark = explain("G1c-realtime", Example.of(ex), None, [], 10.0)
     assert mark == 1.5
     assert (
         '<a href="#timeline" title="at 1.500s">op #3</a> (process 0) wrote 5 to trial/0 at '
@@ -500,7 +501,8 @@ def test_a_cycle_witness_reads_step_by_step_with_links_to_the_timeline() -> None
 
 
 def test_the_witnessed_components_are_the_examples_results_keep() -> None:
-    from kafka_trial.spark_analysis import checks_cycles, queue_checks
+    from kafka_trial.spark_analysis.checks import runner as queue_checks
+    from kafka_trial.spark_analysis.cycles import edges as checks_cycles
 
     assert checks_cycles.WITNESSED == queue_checks.EXAMPLES
     assert {queue_checks.CHECKS[n][1] for n in CYCLES} == {"cycles"}

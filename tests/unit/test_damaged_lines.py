@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kafka_trial.spark_analysis.job import analyze, last_line_state
-from kafka_trial.spark_analysis.sources import LocalFile
+from kafka_trial.spark_analysis.job import analyze
+from kafka_trial.spark_analysis.read import last_line_state
+from kafka_trial.spark_analysis.read.sources import LocalFile
 
 from tests.histories import Builder
 

@@ -50,13 +50,13 @@ def spark_results(spark: Any, path: Path) -> dict[int, dict[str, set[Any]]]:
     """history -> check -> keys, from every row of the covered Spark checks, in one job."""
     from functools import reduce
 
-    from kafka_trial.spark_analysis.history_frames import load
-    from kafka_trial.spark_analysis.queue_checks import CHECKS
-    from kafka_trial.spark_analysis.shared_frames import Plan
+    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    plan = Plan(load(spark, str(path)))
+    plan = AnalysisFrames(load(spark, str(path)))
     tagged = [
         CHECKS[name][0](plan).select(
             F.lit(name).alias("check"), F.to_json(F.struct("*")).alias("row")
@@ -243,12 +243,12 @@ def test_the_generator_plants_every_covered_anomaly(tmp_path: Path) -> None:
 
 def spark_cycles(spark: Any, path: Path) -> dict[int, dict[str, dict[int, Any]]]:
     """history -> type -> lowest op -> (ops, length, steps), every component witnessed."""
-    from kafka_trial.spark_analysis import checks_cycles
-    from kafka_trial.spark_analysis.history_frames import load
-    from kafka_trial.spark_analysis.queue_checks import CHECKS
-    from kafka_trial.spark_analysis.shared_frames import Plan
+    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.cycles import edges as checks_cycles
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
 
-    plan = Plan(load(spark, str(path)))
+    plan = AnalysisFrames(load(spark, str(path)))
     saved, checks_cycles.WITNESSED = checks_cycles.WITNESSED, 10**6
     try:
         out: dict[int, dict[str, dict[int, Any]]] = defaultdict(lambda: defaultdict(dict))

@@ -14,10 +14,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from kafka_trial.spark_analysis import columnar
-from kafka_trial.spark_analysis.follow_parse import Followed, Follower, file_sha256, follow
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.native_parse import to_parquet
+from kafka_trial.spark_analysis.read import columnar
+from kafka_trial.spark_analysis.read.follow_parse import Followed, Follower, file_sha256, follow
+from kafka_trial.spark_analysis.read.native_parse import to_parquet
 
 from tests import random_histories
 from tests.histories import Builder

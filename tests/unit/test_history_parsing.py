@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 from kafka_trial.checkers.results import DamagedLine, Results
-from kafka_trial.spark_analysis.history_parse import read_json
-from kafka_trial.spark_analysis.job import analyze, last_line_state
-from kafka_trial.spark_analysis.sources import LocalFile
+from kafka_trial.spark_analysis.job import analyze
+from kafka_trial.spark_analysis.read import last_line_state
+from kafka_trial.spark_analysis.read.history_parse import read_json
+from kafka_trial.spark_analysis.read.sources import LocalFile
 
 from tests.histories import Builder
 from tests.history_lines import LINES, NEMESIS, op_line, poll_line

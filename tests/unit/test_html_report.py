@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from kafka_trial.contracts.report_data import NemesisOp
 from kafka_trial.harness.cli import main
 from kafka_trial.report.faults import faults
 from kafka_trial.report.html import write_report
@@ -128,8 +129,10 @@ def test_an_unknown_verdict_names_its_reason(tmp_path: Path) -> None:
 def test_fault_bands_pair_each_fault_with_its_own_heal() -> None:
     s = 1_000_000_000
 
-    def op(i: int, t: float, typ: str, f: str, **v: object) -> dict[str, object]:
-        return {"index": i, "time": int(t * s), "type": typ, "f": f, "value": v}
+    def op(i: int, t: float, typ: str, f: str, **v: object) -> NemesisOp:
+        return NemesisOp.model_validate(
+            {"index": i, "time": int(t * s), "type": typ, "f": f, "value": v}
+        )
 
     nem = [
         op(1, 1, "invoke", "kill", target="leader"),
@@ -161,7 +164,7 @@ def test_fault_bands_name_their_real_targets() -> None:
             {"index": 1, "time": 1, "type": "invoke", "f": f, "value": {}},
             {"index": 2, "time": 2, "type": "ok", "f": f, "value": value},
         ]
-        return faults(ops, t_end=10)[0].band.label
+        return faults([NemesisOp.model_validate(o) for o in ops], t_end=10)[0].band.label
 
     every = {"mode": "drop", "brokers": [1, 2, 3]}
     isolate = {"1": [2], "2": [1, 3], "3": [2]}

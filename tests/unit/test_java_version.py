@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from kafka_trial.spark_analysis import java
-from kafka_trial.spark_analysis.java import ensure_java, java_major
+from kafka_trial.spark_analysis.spark import java
+from kafka_trial.spark_analysis.spark.java import ensure_java, java_major
 
 
 def test_the_version_line_is_found_after_the_jvms_picked_up_notice() -> None:

@@ -370,9 +370,9 @@ def _judge(spark: Any, path: Path, translations: dict[str, Any]) -> dict[str, Ju
     """Every translation written into one history, translation n as J(h, n) writes it
     (topic j{n}, processes 100n + k), every check's rows given back to the translation
     they name, beside what tests/reference_checker.py finds in its ops."""
-    from kafka_trial.spark_analysis.history_frames import load
-    from kafka_trial.spark_analysis.queue_checks import CHECKS
-    from kafka_trial.spark_analysis.shared_frames import Plan
+    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
     from pyspark.sql import functions as F
 
     h = HistoryWriter(path)
@@ -383,7 +383,7 @@ def _judge(spark: Any, path: Path, translations: dict[str, Any]) -> dict[str, Ju
     h.close()
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     process_of = {op["index"]: int(op["process"]) for op in lines}
-    plan = Plan(load(spark, str(path)))
+    plan = AnalysisFrames(load(spark, str(path)))
     rows: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     try:
         for check, (fn, _) in CHECKS.items():

@@ -1,4 +1,4 @@
-"""Py4J's lookups are kept per JVM (spark_analysis.jvm_lookups): a class and its
+"""Py4J's lookups are kept per JVM (spark_analysis.spark.jvm_lookups): a class and its
 static methods are asked for once, a static field's value every time."""
 
 from __future__ import annotations

@@ -126,3 +126,24 @@ def test_a_planted_upward_import_is_caught(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     graph = import_graph()
     assert graph["contracts"] == {"harness": ["contracts/bad.py:1"]}
+
+
+# The analysis's stages, bottom-up: each may import only the stages before it. The
+# modules at spark_analysis/'s top (the job that orders the stages, its outputs) sit
+# above them all.
+ANALYSIS_STAGES = ("spark", "read", "facts", "cycles", "checks")
+
+
+def test_the_analysis_stages_import_only_downward() -> None:
+    upward = []
+    for i, stage in enumerate(ANALYSIS_STAGES):
+        below = set(ANALYSIS_STAGES[:i])
+        for path in sorted((ROOT / "spark_analysis" / stage).rglob("*.py")):
+            for line, mod in _imports(path):
+                parts = mod.split(".")
+                if parts[:2] != ["kafka_trial", "spark_analysis"] or len(parts) < 3:
+                    continue
+                target = parts[2]
+                if target != stage and target not in below:
+                    upward.append(f"spark_analysis/{stage}/{path.name}:{line} imports {mod}")
+    assert not upward, "; ".join(upward)

@@ -1,4 +1,4 @@
-"""The native parse (spark_analysis/native_parse.py) against Spark's own: on every
+"""The native parse (spark_analysis/read/native_parse.py) against Spark's own: on every
 history it accepts, the same flat rows as history_parse.flatten(read_json(...));
 every line Spark counts as damaged, and any line it is unsure of, makes it decline."""
 
@@ -12,11 +12,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from kafka_trial.spark_analysis import columnar, job
-from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
+from kafka_trial.spark_analysis import job
 from kafka_trial.spark_analysis.job import analyze
-from kafka_trial.spark_analysis.native_parse import to_parquet
-from kafka_trial.spark_analysis.sources import resolve
+from kafka_trial.spark_analysis.read import columnar
+from kafka_trial.spark_analysis.read.history_parse import FLAT_SCHEMA, flatten, read_json
+from kafka_trial.spark_analysis.read.native_parse import to_parquet
+from kafka_trial.spark_analysis.read.sources import resolve
 
 from tests import random_histories
 from tests.histories import Builder

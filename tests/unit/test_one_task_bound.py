@@ -5,7 +5,7 @@ cluster's shuffle partitions, which no one-task analysis runs on."""
 from __future__ import annotations
 
 import pytest
-from kafka_trial.spark_analysis.job import (
+from kafka_trial.spark_analysis.spark.sizing import (
     CLUSTER_BYTES_PER_PARTITION,
     ONE_TASK_MAX_BYTES_2_CORES,
     cluster_sql,

@@ -3,6 +3,9 @@ names missing or doubled inputs and the fault each followed."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from kafka_trial.contracts.report_data import ReportData
 from kafka_trial.report import svg_plots as sp
 from kafka_trial.report.app_lanes import app_lanes, app_sentence
 
@@ -12,11 +15,27 @@ S = 1_000_000_000
 
 
 def _op(t: float, process: str, f: str, type_: str, **value: object) -> dict[str, object]:
-    return {"time": int(t * S), "process": process, "f": f, "type": type_, "value": value}
+    op = {"index": int(t * 10), "time": int(t * S), "type": type_, "f": f, "value": value}
+    return op if process == "nemesis" else {**op, "process": process}
 
 
-def _data() -> dict[str, object]:
-    return {
+# Value 7, acknowledged at 9.5 s.
+_SENT = {"value": 7, "process": "0", "index": 95, "f": "send", "topic": "t", "partition": 0}
+_SENT |= {"offset": 3, "outcome": "ok", "time": int(9.5 * S), "invoke_time": int(9.4 * S)}
+
+
+def _data(**over: Any) -> ReportData:
+    """report-data.json as the analysis writes it: the app's lifecycle, the faults on
+    it, and the send of one input."""
+    data: dict[str, Any] = {
+        "t0": 0,
+        "t1": 20 * S,
+        "bucket_s": 1,
+        "throughput": [],
+        "latency_ms": [],
+        "offsets": [],
+        "client_events": [],
+        "client_events_capped": False,
         "app_events": [
             _op(1, "app-0", "app-start", "ok", instance=0, pid=101),
             _op(1, "app-1", "app-start", "ok", instance=1, pid=102),
@@ -28,8 +47,9 @@ def _data() -> dict[str, object]:
             _op(14, "nemesis", "app-pause", "ok", instance=1, pid=102, state="T"),
             _op(18, "nemesis", "app-resume", "ok"),
         ],
-        "witnesses": {"sends": [{"value": 7, "time": int(9.5 * S)}]},
+        "witnesses": {"sends": [_SENT], "reads": [], "at_position": []},
     }
+    return ReportData.model_validate({**data, **over})
 
 
 def test_each_instance_gets_a_lane_with_its_runs_pauses_and_exits() -> None:
@@ -42,7 +62,7 @@ def test_each_instance_gets_a_lane_with_its_runs_pauses_and_exits() -> None:
 
 
 def test_no_lanes_without_an_application() -> None:
-    assert app_lanes({"app_events": []}, sp.Axis(0, 20), []) == ""
+    assert app_lanes(_data(app_events=[]), sp.Axis(0, 20), []) == ""
 
 
 def test_the_sentence_names_the_inputs_and_the_fault_before_them() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.checkers.results import Results
+from kafka_trial.contracts.cluster_state import PartitionState, StateSample
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.report import svg_plots as sp
 from kafka_trial.report.html import write_report
@@ -300,8 +301,9 @@ def test_labels_on_the_fault_strip_do_not_overlap() -> None:
 def test_a_takeover_before_the_last_acknowledgement_is_said() -> None:
     """An isolated leader may go on acknowledging after the metadata names another."""
 
-    def sample(t: float, leader: int, isr: list[int]) -> dict[str, Any]:
-        return {"time": round(t * S), "partitions": {"0": {"leader": leader, "isr": isr}}}
+    def sample(t: float, leader: int, isr: list[int]) -> StateSample:
+        part = PartitionState(leader, tuple(isr))
+        return StateSample(time=round(t * S), partitions={"0": part})
 
     states = [sample(0, 2, [2]), sample(1, -1, []), sample(2, 3, [1, 3]), sample(3, 3, [1, 3])]
     h = handover(states, 0, 0.5)

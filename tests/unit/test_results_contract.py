@@ -5,51 +5,23 @@ to get one it can."""
 from __future__ import annotations
 
 import json
-import types
-import typing
 from pathlib import Path
 
 import pytest
-from kafka_trial.checkers.results import Results
+from kafka_trial.checkers.results import Example, Results
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.spark_analysis.job import analyze
-from pydantic import BaseModel
 
 from tests.histories import lossy
+from tests.models import nested_models, undocumented
 from tests.results import made_results
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
 
-def _models(model: type[BaseModel], seen: set[type] | None = None) -> list[type[BaseModel]]:
-    """The model and every model inside its fields, however nested (dicts, tuples)."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return []
-    seen.add(model)
-    out = [model]
-    for f in model.model_fields.values():
-        stack = [f.annotation]
-        while stack:
-            t = stack.pop()
-            if isinstance(t, type) and issubclass(t, BaseModel):
-                out += _models(t, seen)
-            stack += [a for a in typing.get_args(t) if a is not Ellipsis]
-            if isinstance(t, types.UnionType):
-                stack += list(t.__args__)
-    return out
-
-
 def test_every_field_of_results_is_documented() -> None:
-    doc = DOC.read_text()
-    missing = [
-        f"{m.__name__}.{name}"
-        for m in _models(Results)
-        for name in m.model_fields
-        if f"| `{name}` |" not in doc
-    ]
-    assert missing == []
-    assert len(_models(Results)) >= 6  # Results, anomaly, stats, history, damaged line, facts
+    assert undocumented(Results, DOC.read_text()) == []
+    assert len(nested_models(Results)) >= 6  # Results, anomaly, stats, history, damaged line, facts
 
 
 def test_a_judged_history_round_trips_through_results(spark, tmp_path: Path) -> None:
@@ -91,3 +63,24 @@ def test_a_file_it_cannot_read_names_the_fix(tmp_path: Path, text: str) -> None:
     assert "cannot be read as results" in e.value.problem
     assert e.value.fix == f"judge the history again: kafka-trial analyze {path.parent}"
     assert "\n" not in e.value.one_line()
+
+
+def test_witnesses_read_as_typed_views_and_as_the_objects_they_were() -> None:
+    """`examples` keep the check's objects; `example_views()` types what the report
+    reads, a field in another type (or missing) being None, never an error."""
+    step = {"kind": "wr", "from_op": 3, "to_op": "8", "from_time": 1500, "value": 5}
+    made = made_results(False, {"lost-write": 1, "G1c": 1}).to_dict()
+    made["anomalies"]["lost-write"]["examples"] = [{"value": 11, "topic": "t", "offset": "1"}]
+    made["anomalies"]["G1c"]["examples"] = [{"first_op": 3, "ops": 2, "steps": [step]}]
+    res = Results.model_validate(made)
+    lost = res.anomalies["lost-write"]
+    (view,) = lost.example_views()
+    assert lost.examples[0]["value"] == 11 and view.evidence == lost.examples[0]
+    assert (view.value, view.topic, view.partition, view.offset) == (11, "t", None, None)
+    assert view.steps is None and view.shortest is True
+    (cycle,) = res.anomalies["G1c"].example_views()
+    assert cycle.steps is not None and (cycle.steps[0].from_op, cycle.steps[0].to_op) == (3, None)
+    moved = cycle.shifted(1000)
+    assert moved.steps is not None and moved.steps[0].from_time == 500
+    assert moved.steps[0].value == 5 and moved.evidence["steps"][0]["from_time"] == 500
+    assert Example.of({"value": True}).value is None  # a bool is no value

@@ -14,8 +14,8 @@ import pytest
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.contracts.history import read_history
+from kafka_trial.contracts.run_record import RunRecord
 from kafka_trial.harness import runner
-from kafka_trial.harness.run_record import RunRecord
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.harness.warm_cluster import WarmCluster, broker_side
 from kafka_trial.workloads.drain import DrainResult

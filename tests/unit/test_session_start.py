@@ -23,7 +23,7 @@ _CHILD = r"""
 import json, os, sys, threading, time
 sys.path.insert(0, os.environ["BENCH_DIR"])
 import procfs
-from kafka_trial.spark_analysis import session as S
+from kafka_trial.spark_analysis.spark import session as S
 
 stop = threading.Event()
 marks = [0]

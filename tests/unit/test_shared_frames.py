@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_trial.spark_analysis.history_frames import load
-from kafka_trial.spark_analysis.queue_checks import run_checks
-from kafka_trial.spark_analysis.shared_frames import Plan
+from kafka_trial.spark_analysis.checks.runner import run_checks
+from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+from kafka_trial.spark_analysis.read.history_frames import load
 from pyspark.sql import functions as F
 
 from tests.histories import Builder
@@ -28,7 +28,7 @@ def _kept(spark) -> int:
 def test_a_shared_frame_is_a_plan_of_one_node_on_a_local_master(spark, tmp_path: Path) -> None:
     # Checks built on checks built plans of ~5,000 nodes, planned again for every
     # frame on top: that, not the data, was most of a planted batch's analysis.
-    fr = Plan(load(spark, str(_history(tmp_path))))
+    fr = AnalysisFrames(load(spark, str(_history(tmp_path))))
     try:
         deep = fr.sends.join(fr.reads, "value").groupBy("value").agg(F.count("*").alias("n"))
         kept = fr.shared("deep", lambda: deep)
@@ -54,12 +54,12 @@ def test_a_history_above_the_bound_keeps_its_frames_cached(
 ) -> None:
     # Checkpointed frames hide their size from the planner: a 2M-line history was
     # judged 7% slower with them, so large histories keep the cached frames.
-    import kafka_trial.spark_analysis.shared_frames as sf
+    import kafka_trial.spark_analysis.facts.shared_frames as sf
 
     frames = load(spark, str(_history(tmp_path)))
     assert frames.lines == 6  # the sends, the poll and the drain: an invoke and a completion each
     monkeypatch.setattr(sf, "CUT_MAX_LINES", frames.lines - 1)
-    fr = Plan(frames)
+    fr = AnalysisFrames(frames)
     try:
         kept = fr.shared("sends", lambda: fr.sends.select("value"))
         assert kept._jdf.logicalPlan().nodeName() != "LogicalRDD"

@@ -25,7 +25,7 @@ def _free_port() -> int:
 
 
 # The master, the worker and the executor live for this one small analysis, so they
-# compile with C1 alone, as a one-shot driver does (spark_analysis.session): what
+# compile with C1 alone, as a one-shot driver does (spark_analysis.spark.session): what
 # the test asks is that the job runs on a cluster, not how fast its JVMs get.
 SHORT_LIVED_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 _ENV: dict[str, str] = {}

@@ -133,7 +133,7 @@ def test_a_clock_fault_needs_libfaketime_and_its_settings_are_checked() -> None:
 
 def test_every_anomaly_type_has_a_definition_and_a_check() -> None:
     from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
-    from kafka_trial.spark_analysis.queue_checks import CHECKS
+    from kafka_trial.spark_analysis.checks.runner import CHECKS
 
     assert len(set(ANOMALY_TYPES)) == len(ANOMALY_TYPES)
     assert all(a.definition and a.unit for a in ANOMALIES.values())

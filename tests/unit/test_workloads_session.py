@@ -134,7 +134,7 @@ def test_a_session_runs_workers_and_sums_what_they_did(tmp_path: Path) -> None:
 def test_micro_op_schema_covers_every_key_a_micro_op_writes() -> None:
     """The Spark schema is derived from contracts/ops.py; a key a recorder writes but
     the schema lacks would be dropped silently."""
-    from kafka_trial.spark_analysis.history_parse import MICRO_OPS
+    from kafka_trial.spark_analysis.read.history_parse import MICRO_OPS
 
     rec, off = Record("t", 0, 1, 2), TopicOffset("t", 0, 3)
     samples = [

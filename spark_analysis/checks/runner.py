@@ -1,7 +1,9 @@
-"""The anomaly checks over the shared frames: each returns a count and examples.
+"""Runs the anomaly checks over one analysis's frames: each returns a count and
+examples.
 
-Every check is a function Frames -> DataFrame of anomaly rows; `run_checks`
-counts them. A check that crashes reports count None (unknown), never a trace.
+Every check is a function AnalysisFrames -> DataFrame of anomaly rows, registered
+for its anomaly (facts/shared_frames.check); `run_checks` counts them. A check that
+crashes reports count None (unknown), never a trace.
 """
 
 from __future__ import annotations
@@ -9,21 +11,16 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 
 # Importing the check modules registers their checks.
-from kafka_trial.spark_analysis import (  # noqa: F401
-    checks_app,
-    checks_cycles,
-    checks_groups,
-    checks_reads,
-    checks_writes,
-)
-from kafka_trial.spark_analysis.history_frames import Frames
-from kafka_trial.spark_analysis.shared_frames import REGISTERED, Plan
+from kafka_trial.spark_analysis.checks import app, groups, reads, writes  # noqa: F401
+from kafka_trial.spark_analysis.cycles import edges  # noqa: F401
+from kafka_trial.spark_analysis.facts.shared_frames import REGISTERED, AnalysisFrames, Check
+from kafka_trial.spark_analysis.read.history_frames import Frames
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -33,7 +30,7 @@ if set(REGISTERED) != set(ANOMALY_TYPES):
     missing, extra = set(ANOMALY_TYPES) - set(REGISTERED), set(REGISTERED) - set(ANOMALY_TYPES)
     raise ImportError(f"checks and the anomaly registry disagree: {missing=} {extra=}")
 # Name -> (check, unit), in the registry's order.
-CHECKS: dict[str, tuple[Callable[[Plan], DataFrame], str]] = {
+CHECKS: dict[str, tuple[Check, str]] = {
     name: (REGISTERED[name], ANOMALIES[name].unit) for name in ANOMALY_TYPES
 }
 
@@ -52,14 +49,14 @@ def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
 def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """All checks in one pass: two Spark jobs instead of two per check. `skip`: the
     checks not to run, each with the reason results.json gives."""
-    fr = Plan(frames)
+    fr = AnalysisFrames(frames)
     try:
         return _judged(fr, skip)
     finally:
         fr.release()
 
 
-def _judged(fr: Plan, skip: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
+def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     tagged: list[DataFrame] = []
     for name, (check, unit) in CHECKS.items():
@@ -131,46 +128,4 @@ def _crashed(unit: str, e: Exception) -> dict[str, Any]:
         "examples": [],
         "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}",
         "trace": traceback.format_exc(limit=3)[-1500:],
-    }
-
-
-# What the workload did to itself, shown next to what the nemesis did.
-CLIENT_EVENTS = ("crash", "leave", "join", "stall", "assign", "revoke", "lost")
-
-
-def stats(fr: Frames) -> dict[str, Any]:
-    # One job over the ops answers every count by process kind, type and f.
-    rows = (
-        fr.ops.groupBy((F.col("process") == "nemesis").alias("nemesis"), "type", "f")
-        .agg(F.count("*").alias("n"), F.min("time").alias("t0"), F.max("time").alias("t1"))
-        .collect()
-    )
-    by_type: dict[str, int] = {}
-    nemesis_done: dict[str, int] = {}
-    events: dict[str, int] = {}
-    client_ops = nemesis_ops = 0
-    for r in rows:
-        by_type[r["type"]] = by_type.get(r["type"], 0) + r["n"]
-        if not r["nemesis"]:
-            client_ops += r["n"]
-            if r["type"] == "ok" and r["f"] in CLIENT_EVENTS:
-                events[r["f"]] = events.get(r["f"], 0) + r["n"]
-        elif r["type"] == "invoke":
-            nemesis_ops += r["n"]
-        elif r["type"] == "ok":
-            nemesis_done[r["f"]] = nemesis_done.get(r["f"], 0) + r["n"]
-    t0 = min((r["t0"] for r in rows if r["t0"] is not None), default=0)
-    t1 = max((r["t1"] for r in rows if r["t1"] is not None), default=0)
-    outcomes = {r["outcome"]: r["count"] for r in fr.sends.groupBy("outcome").count().collect()}
-    return {
-        "ops": sum(by_type.values()),
-        "client_ops": client_ops,
-        "ops_by_type": by_type,
-        "sends_attempted": fr.attempted.count(),
-        "send_outcomes": outcomes,
-        "records_read": fr.reads.count(),
-        "nemesis_ops": nemesis_ops,
-        "nemesis_done": nemesis_done,
-        "client_events": events,
-        "span_s": round((t1 - t0) / 1e9, 3),
     }

@@ -7,6 +7,8 @@ Absence proves something only where the history proves someone looked. So:
   drain did not finish and why, as far as the history tells;
 - while lines inside the history are damaged, a finding that rests on absence may be
   cleared by the damaged line, so it is undecided (one that rests on presence stands);
+- damaged lines inside the history (a cut-off last line is the run's end, not
+  damage) leave the verdict unknown: results cover only the lines that parse;
 - a run cut off before its final drain, or a history that tested nothing, has no
   verdict;
 - with an application on trial: output records that carry no recognisable id, and
@@ -20,17 +22,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_trial.checkers import verdict
 from kafka_trial.checkers.anomalies import ABSENCE
-from kafka_trial.spark_analysis.checks_app import app_offsets, missing_inputs
-from kafka_trial.spark_analysis.checks_writes import unseen
-from kafka_trial.spark_analysis.facts import drain_frontier
-from kafka_trial.spark_analysis.history_frames import Frames
-from kafka_trial.spark_analysis.shared_frames import TP, Plan
+from kafka_trial.spark_analysis.checks.app import app_offsets, missing_inputs
+from kafka_trial.spark_analysis.checks.writes import unseen
+from kafka_trial.spark_analysis.facts.derived import drain_frontier
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
+from kafka_trial.spark_analysis.read.history_frames import Frames
 from pyspark.sql import functions as F
 
 NO_DRAIN = "the final drain never ran"
 # Unfinished partitions named in a finding; more are counted.
 NAMED = 8
+
+
+def damaged_inside(fr: Frames, tail: str) -> int:
+    """`tail` "cut": the last line was cut off, as read.tail.cut_line settled it."""
+    return verdict.damaged_inside(fr.damaged, tail == "cut")
+
+
+def damaged_problems(fr: Frames, tail: str, cut: str) -> list[str]:
+    """The verdict policy's problem for the damaged lines, with a few of them (never
+    the cut-off last line, `cut`)."""
+    examples = [(i, ln) for i, ln in fr.damaged_examples if not cut or ln != cut[: len(ln)]]
+    return verdict.damaged_problems(damaged_inside(fr, tail), examples)
 
 
 def undecided_findings(
@@ -84,7 +99,7 @@ def app_problems(
 ) -> list[str]:
     """What the history cannot decide about the application on trial (see the module's
     docstring); marks app-output-lost undecided where the output was not drained."""
-    plan = Plan(fr)
+    plan = AnalysisFrames(fr)
     try:
         problems = [p for p in (_no_id(plan), _behind(plan, allowed)) if p]
         lost = anomalies.get("app-output-lost", {})
@@ -97,7 +112,7 @@ def app_problems(
     return problems
 
 
-def _no_id(fr: Plan) -> str | None:
+def _no_id(fr: AnalysisFrames) -> str | None:
     nulls = fr.app_output.filter(F.col("value").isNull())
     row = nulls.agg(
         F.count("*").alias("n"), F.min(F.struct(*TP, "offset")).alias("first")
@@ -112,7 +127,7 @@ def _no_id(fr: Plan) -> str | None:
     )
 
 
-def _behind(fr: Plan, allowed: tuple[str, ...]) -> str | None:
+def _behind(fr: AnalysisFrames, allowed: tuple[str, ...]) -> str | None:
     """Inputs no output carries that the app group did not commit past: late and lost
     look the same. Where the guarantee allows a loss it decides nothing, unless the
     group committed no offset at all (the app never consumed)."""
@@ -150,7 +165,7 @@ def _behind(fr: Plan, allowed: tuple[str, ...]) -> str | None:
     )
 
 
-def _output_shortfall(fr: Plan) -> str | None:
+def _output_shortfall(fr: AnalysisFrames) -> str | None:
     """Why the output drain is not proven to have read the whole output: it never ran,
     or output partitions it did not read to their end; None if it did."""
     if not fr.app_output_polls:
@@ -173,7 +188,7 @@ def drain_shortfall(fr: Frames) -> str:
     that the final drain did not finish, each with what the history says about why."""
     if not fr.drain_ran:
         return NO_DRAIN
-    plan = Plan(fr)
+    plan = AnalysisFrames(fr)
     try:
         reach = drain_frontier(plan)
         rows = (

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.facts import committed_sends, version_order
-from kafka_trial.spark_analysis.shared_frames import TP, Plan, check
+from kafka_trial.spark_analysis.facts.derived import committed_sends, version_order
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 
 @check("group-missed")
-def group_missed(fr: Plan) -> DataFrame:
+def group_missed(fr: AnalysisFrames) -> DataFrame:
     """A value that must have committed, below the group's final committed offset,
     that the group's application never processed."""
     return (
@@ -23,7 +23,7 @@ def group_missed(fr: Plan) -> DataFrame:
 
 
 @check("group-redelivered")
-def group_redelivered(fr: Plan) -> DataFrame:
+def group_redelivered(fr: AnalysisFrames) -> DataFrame:
     """A value the group's application processed more than once: deliveries are
     records in process micro-ops, so one op that handled a value twice counts too."""
     return (
@@ -37,7 +37,7 @@ def group_redelivered(fr: Plan) -> DataFrame:
     )
 
 
-def _copier_input(fr: Plan) -> DataFrame:
+def _copier_input(fr: AnalysisFrames) -> DataFrame:
     """Input values that must have committed and that the copier group committed past:
     each must appear in the output, as -(v + 1)."""
     return (
@@ -50,13 +50,13 @@ def _copier_input(fr: Plan) -> DataFrame:
 
 
 @check("eos-output-lost")
-def eos_output_lost(fr: Plan) -> DataFrame:
+def eos_output_lost(fr: AnalysisFrames) -> DataFrame:
     out = fr.reads.filter(F.col("value") < 0).select((-F.col("value") - 1).alias("value"))
     return _copier_input(fr).join(out.distinct(), "value", "left_anti")
 
 
 @check("eos-output-duplicate")
-def eos_output_duplicate(fr: Plan) -> DataFrame:
+def eos_output_duplicate(fr: AnalysisFrames) -> DataFrame:
     """Any input value whose output appears at two or more positions of the output
     (from the version order: what reads returned and what committed sends were told),
     whether or not the input was acknowledged or committed past: once is the promise."""

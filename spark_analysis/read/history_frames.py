@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_trial.spark_analysis.history_parse import (
+from kafka_trial.spark_analysis.read.history_parse import (
     OP_COLUMNS,
     READ_FS,
     REBALANCE_FS,

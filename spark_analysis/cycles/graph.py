@@ -1,5 +1,5 @@
 """Strongly connected components and witness cycles of the op dependency graph, on
-the driver (checks_cycles.py builds the edges in Spark and hands them over here).
+the driver (edges.py builds the edges in Spark and hands them over here).
 
 Nodes are op indices, plus "event" nodes (`EVENT_BASE + history index`) that stand
 for points of the history: realtime order (a completed before b was invoked) is a

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.log import log
-from kafka_trial.spark_analysis import jvm_lookups
-from kafka_trial.spark_analysis.java import ensure_java
+from kafka_trial.spark_analysis.spark import jvm_lookups
+from kafka_trial.spark_analysis.spark.java import ensure_java
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-LOG4J2 = Path(__file__).with_name("log4j2.properties")
+# Shipped as spark_analysis's package data, where the wheel has always held it.
+LOG4J2 = Path(__file__).parent.parent / "log4j2.properties"
 
 # An analysis of a small history is CPU-bound on a JVM that barely warmed up: on
 # this 2-core machine the C2 compiler threads took ~40% of its CPU and G1's

@@ -3,32 +3,28 @@ aborted and transactional reads (claims C1-C13)."""
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.checks_reads import known_between
-from kafka_trial.spark_analysis.facts import (
+from kafka_trial.spark_analysis.checks.reads import known_between
+from kafka_trial.spark_analysis.facts.derived import (
     acked_sends,
     committed_sends,
     drain_frontier,
     drain_values,
     is_drain,
     never_read_sends,
+    never_written_values,
     read_reach,
     read_values,
     send_positions,
     version_order,
     writes,
 )
-from kafka_trial.spark_analysis.shared_frames import (
-    TP,
-    Plan,
-    check,
-    never_written_values,
-)
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 
 @check("lost-write")
-def lost_write(fr: Plan) -> DataFrame:
+def lost_write(fr: AnalysisFrames) -> DataFrame:
     """A value that must have committed, never read, where the history proves someone
     looked. `reason`: "read past" (a read returned an offset at or beyond the value's),
     or, where the final drain read the partition to its end: "below the drain's end"
@@ -59,7 +55,7 @@ def lost_write(fr: Plan) -> DataFrame:
 
 
 @check("unseen")
-def unseen(fr: Plan) -> DataFrame:
+def unseen(fr: AnalysisFrames) -> DataFrame:
     """Never read, and nothing proves it gone: late and lost look the same (the verdict
     is unknown, never invalid, for these)."""
     lost = lost_write(fr).select("value")
@@ -71,7 +67,7 @@ def unseen(fr: Plan) -> DataFrame:
 
 
 @check("duplicate")
-def duplicate(fr: Plan) -> DataFrame:
+def duplicate(fr: AnalysisFrames) -> DataFrame:
     return (
         version_order(fr)
         .filter(F.col("value").isNotNull())
@@ -85,7 +81,7 @@ def duplicate(fr: Plan) -> DataFrame:
 
 
 @check("inconsistent-offsets")
-def inconsistent_offsets(fr: Plan) -> DataFrame:
+def inconsistent_offsets(fr: AnalysisFrames) -> DataFrame:
     return (
         version_order(fr)
         .groupBy(*TP, "offset")
@@ -95,7 +91,7 @@ def inconsistent_offsets(fr: Plan) -> DataFrame:
 
 
 @check("unexpected")
-def unexpected(fr: Plan) -> DataFrame:
+def unexpected(fr: AnalysisFrames) -> DataFrame:
     reads = fr.reads.select("value", *TP, "offset")
     missing_value = reads.filter(F.col("value").isNull())
     never_sent = reads.filter(F.col("value").isNotNull()).join(fr.attempted, "value", "left_anti")
@@ -103,7 +99,7 @@ def unexpected(fr: Plan) -> DataFrame:
 
 
 @check("aborted-read")
-def aborted_read(fr: Plan) -> DataFrame:
+def aborted_read(fr: AnalysisFrames) -> DataFrame:
     """Only a value none of whose sends could have committed: a value sent again (a
     copier's re-copy, an application's resend) counts if any send was ok or info."""
     failed = never_written_values(fr)
@@ -111,7 +107,7 @@ def aborted_read(fr: Plan) -> DataFrame:
 
 
 def _acked_offsets_backwards(
-    fr: Plan, w: WindowSpec, keys: list[str], of_clients: bool = False
+    fr: AnalysisFrames, w: WindowSpec, keys: list[str], of_clients: bool = False
 ) -> DataFrame:
     """Acknowledged sends whose offset is below the previous one's in window `w`
     (adjacent pairs), with the previous send; `of_clients`: only sends that record
@@ -128,12 +124,12 @@ def _acked_offsets_backwards(
 
 
 @check("reorder")
-def reorder(fr: Plan) -> DataFrame:
+def reorder(fr: AnalysisFrames) -> DataFrame:
     w = Window.partitionBy("process", *TP).orderBy("index", "pos")
     return _acked_offsets_backwards(fr, w, ["process"])
 
 
-def _adjacent_sends(fr: Plan) -> DataFrame:
+def _adjacent_sends(fr: AnalysisFrames) -> DataFrame:
     """Each send of an op paired with the op's previous send to the same partition,
     both at known positions (`send_positions`): `prev_value`, `prev_offset`, and
     `offset`, where the send sits."""
@@ -152,7 +148,7 @@ def _adjacent_sends(fr: Plan) -> DataFrame:
 
 
 @check("int-nonmonotonic-send")
-def int_nonmonotonic_send(fr: Plan) -> DataFrame:
+def int_nonmonotonic_send(fr: AnalysisFrames) -> DataFrame:
     """Within one op, a later send to a partition sits at a lower offset: its
     acknowledged offset, or, where it has none, the offset at which reads found it."""
     return (
@@ -163,7 +159,7 @@ def int_nonmonotonic_send(fr: Plan) -> DataFrame:
 
 
 @check("int-send-skip")
-def int_send_skip(fr: Plan) -> DataFrame:
+def int_send_skip(fr: AnalysisFrames) -> DataFrame:
     """Within one op, two consecutive sends to a partition sit at offsets with a record
     known between them (any record the version order holds: a transaction's aborted
     record too, which is in the log all the same). Normal for a client with several
@@ -178,7 +174,7 @@ def int_send_skip(fr: Plan) -> DataFrame:
 
 
 @check("client-reorder")
-def client_reorder(fr: Plan) -> DataFrame:
+def client_reorder(fr: AnalysisFrames) -> DataFrame:
     """Claim C7: what one client was asked to send in order, in its produce() order
     (`seq`), whichever of its processes asked. Sends that do not record their client
     (other tools' histories, transactions) are not judged here."""
@@ -187,7 +183,7 @@ def client_reorder(fr: Plan) -> DataFrame:
 
 
 @check("torn-txn")
-def torn_txn(fr: Plan) -> DataFrame:
+def torn_txn(fr: AnalysisFrames) -> DataFrame:
     """A transaction that must have committed (ok, or info with a value the drain read)
     of which reads saw some values while others are proven gone (lost-write's proof: a
     read past the offset, or the drain's end). A value that is only unseen proves
@@ -214,7 +210,7 @@ def torn_txn(fr: Plan) -> DataFrame:
 
 
 @check("precommitted-read")
-def precommitted_read(fr: Plan) -> DataFrame:
+def precommitted_read(fr: AnalysisFrames) -> DataFrame:
     """A transaction's own poll returned a value that the same transaction sent,
     whatever the transaction's outcome."""
     own = fr.sends.filter(F.col("f") == "txn").select("index", "value")
@@ -226,7 +222,7 @@ def precommitted_read(fr: Plan) -> DataFrame:
 
 
 @check("vanished-read")
-def vanished_read(fr: Plan) -> DataFrame:
+def vanished_read(fr: AnalysisFrames) -> DataFrame:
     """A value some consumer read that the final drain did not read, although the drain
     read past that offset or read the partition to its end (claim C13: consumers see
     only records below the high watermark, which never disappear). An end marker at

@@ -3,19 +3,14 @@ offsets, across ops and within one."""
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.facts import committed_sends
-from kafka_trial.spark_analysis.history_parse import REBALANCE_FS
-from kafka_trial.spark_analysis.shared_frames import (
-    TP,
-    Plan,
-    check,
-    never_written_values,
-)
+from kafka_trial.spark_analysis.facts.derived import committed_sends, never_written_values
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
+from kafka_trial.spark_analysis.read.history_parse import REBALANCE_FS
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 
-def _rebalance_events(fr: Plan) -> DataFrame:
+def _rebalance_events(fr: AnalysisFrames) -> DataFrame:
     """One row per rebalance event and partition number it moved: process, partition,
     `at` (the op from which the new assignment holds) and `exempt` (whether `at` is a
     poll whose records of that partition are not judged).
@@ -51,7 +46,7 @@ def _rebalance_events(fr: Plan) -> DataFrame:
     )
 
 
-def _consecutive_reads(fr: Plan) -> DataFrame:
+def _consecutive_reads(fr: AnalysisFrames) -> DataFrame:
     """Each judged read paired with the previous read of the same process and
     partition, within one assignment: a rebalance legitimately moves a consumer's
     position. `prev_index` is the op of the previous read: equal to `index` within
@@ -77,7 +72,7 @@ def _consecutive_reads(fr: Plan) -> DataFrame:
     )
 
 
-def _with_epoch_starts(fr: Plan, reads: DataFrame) -> DataFrame:
+def _with_epoch_starts(fr: AnalysisFrames, reads: DataFrame) -> DataFrame:
     """`reads` less the exempt records, plus one row per rebalance event and topic
     that starts a new assignment of a partition."""
     # Computed once: exempt, moved and starts below each read it.
@@ -108,7 +103,7 @@ def _with_epoch_starts(fr: Plan, reads: DataFrame) -> DataFrame:
     return kept.unionByName(starts, allowMissingColumns=True)
 
 
-def _pairs(fr: Plan, within_op: bool) -> DataFrame:
+def _pairs(fr: AnalysisFrames, within_op: bool) -> DataFrame:
     """Consecutive reads whose previous read is in the same op, or in an earlier one."""
     same_op = F.col("prev_index") == F.col("index")
     return fr.shared("consecutive", lambda: _consecutive_reads(fr)).filter(
@@ -117,7 +112,7 @@ def _pairs(fr: Plan, within_op: bool) -> DataFrame:
 
 
 @check("nonmonotonic-poll")
-def nonmonotonic_poll(fr: Plan) -> DataFrame:
+def nonmonotonic_poll(fr: AnalysisFrames) -> DataFrame:
     """A consumer read an offset at or below one its previous read, in an earlier op,
     had returned (no rebalance in assign mode; a replaced consumer has a new process id)."""
     return (
@@ -130,7 +125,7 @@ def nonmonotonic_poll(fr: Plan) -> DataFrame:
 
 
 @check("int-nonmonotonic-poll")
-def int_nonmonotonic_poll(fr: Plan) -> DataFrame:
+def int_nonmonotonic_poll(fr: AnalysisFrames) -> DataFrame:
     """Within one op, a record of a partition at or below the one just before it."""
     return (
         _pairs(fr, within_op=True)
@@ -145,7 +140,7 @@ _LISTED_GAP = 10_000
 _BROADCAST_ROWS = 200_000
 
 
-def _known_positions(fr: Plan) -> DataFrame:
+def _known_positions(fr: AnalysisFrames) -> DataFrame:
     """Every offset known to hold a record, with its value: the offsets of sends that
     must have committed, and of every record any ok read returned (any process or role, the final
     drain's included), as Jepsen knows positions from reads and acknowledged writes.
@@ -165,7 +160,7 @@ def _known_positions(fr: Plan) -> DataFrame:
     return acked.unionByName(read)
 
 
-def _skips(fr: Plan, within_op: bool) -> DataFrame:
+def _skips(fr: AnalysisFrames, within_op: bool) -> DataFrame:
     """Consecutive reads that jumped over offsets known to hold a record:
     `skipped_offsets`, and `skipped_values`, what they are known to hold (a record
     whose value did not decode adds its offset, not a value)."""
@@ -236,14 +231,14 @@ def known_between(
 
 
 @check("poll-skip")
-def poll_skip(fr: Plan) -> DataFrame:
+def poll_skip(fr: AnalysisFrames) -> DataFrame:
     """A consumer's read jumped, from its previous read in an earlier op, over an
     offset known to hold a record (acknowledged, or read by anyone)."""
     return _skips(fr, within_op=False)
 
 
 @check("int-poll-skip")
-def int_poll_skip(fr: Plan) -> DataFrame:
+def int_poll_skip(fr: AnalysisFrames) -> DataFrame:
     """Within one op, consecutive records of a partition jumped over an offset known
     to hold a record (acknowledged, or read by anyone)."""
     return _skips(fr, within_op=True)

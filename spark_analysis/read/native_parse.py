@@ -17,14 +17,14 @@ lines, their count and examples, and the cut-off last line stay Spark's to judge
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from kafka_trial.contracts.ops import OFFSET_FIELDS, RECORD_FIELDS, FieldKind, micro_op_fields
-from kafka_trial.spark_analysis.history_parse import (
+from kafka_trial.spark_analysis.read.history_parse import (
     CLIENT_FS,
     FLAT_SCHEMA,
     MICRO_OP_NAMES,
@@ -250,6 +250,10 @@ def _line_body(raw: bytes) -> str | None:
     return body
 
 
+def _decoder() -> Callable[[str], Any]:
+    return json.JSONDecoder(parse_float=_Float, parse_constant=_no_constant).decode
+
+
 # What a line can raise when this parser does not vouch for it. ValueError: bad JSON
 # or UTF-8; the others: a value Arrow does not take for its column (an integer beyond
 # int64 too), a record without one of its keys.
@@ -265,7 +269,7 @@ class RowWriter:
         self.out = out
         self.schema = arrow_schema()
         self.rows = 0
-        self._decode = json.JSONDecoder(parse_float=_Float, parse_constant=_no_constant).decode
+        self._decode = _decoder()
         self._batch: list[tuple[Any, ...]] = []
         self._add = self._batch.append
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
@@ -327,3 +331,27 @@ def to_parquet(history: Path, out: Path) -> int | None:
             w.discard()
         out.unlink(missing_ok=True)
         return None
+
+
+def rows_by_line(history: Path) -> Iterator[list[tuple[Any, ...]]]:
+    """Each line's flat rows (FLAT_SCHEMA's columns, in order), a list a line, with
+    neither Arrow nor Spark. A line this parser declines is left out (Spark's parse
+    would count it damaged) and the rest still come; the values' types are not
+    checked (Arrow checks them when RowWriter writes them)."""
+    decode = _decoder()
+    rows: list[tuple[Any, ...]] = []
+
+    def emit(*row: Any) -> None:
+        rows.append(row)
+
+    with history.open("rb") as fh:
+        for raw in fh:
+            rows.clear()
+            try:
+                body = _line_body(raw[:-1] if raw.endswith(b"\n") else raw)
+                if body is None:
+                    continue
+                _rows_of_line(decode(body), emit)
+            except DECLINES:
+                continue
+            yield list(rows)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_trial.spark_analysis.native_parse import DECLINES, RowWriter
+from kafka_trial.spark_analysis.read.native_parse import DECLINES, RowWriter
 
 _READ = 1 << 20
 _IDLE_S = 0.2  # how often a follower that caught up looks for more
@@ -51,8 +51,10 @@ class Follower:
     def __init__(self, history: Path, out: Path) -> None:
         self.history = history
         self.out = out
+        # Not `-m`: that would import this module twice, once with its package.
+        start = f"import sys; from {__name__} import main; main(sys.argv[1:])"
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(history), str(out)],
+            [sys.executable, "-c", start, str(history), str(out)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -152,10 +154,11 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-if __name__ == "__main__":
+def main(argv: list[str]) -> None:
+    """The follower process: HISTORY OUT; its result is its last line of output."""
     os.nice(5)  # the run's drain and brokers first: this uses the CPU they leave
     # Ctrl-C reaches the whole process group: the run heals and cleans up first, and
     # this process stops when the run's pipe to it closes. SIGTERM stops it at once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop)
-    print(json.dumps(follow(Path(sys.argv[1]), Path(sys.argv[2]))), flush=True)
+    print(json.dumps(follow(Path(argv[0]), Path(argv[1]))), flush=True)

@@ -10,31 +10,31 @@ an app that did not catch up, an output not read to its end) is undecided.py's.
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.facts import committed_sends, version_order
-from kafka_trial.spark_analysis.shared_frames import TP, Plan, check
+from kafka_trial.spark_analysis.facts.derived import committed_sends, version_order
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 APP_ROLE = "app"  # the app group's group-offsets op
 
 
-def _with_app(fr: Plan, found: DataFrame) -> DataFrame:
+def _with_app(fr: AnalysisFrames, found: DataFrame) -> DataFrame:
     """Without an app in the history, an empty relation: the optimizer then drops the
     check's whole plan, so a run without an app reads nothing for it."""
     return found if fr.app_present else found.limit(0)
 
 
-def app_ids(fr: Plan) -> DataFrame:
+def app_ids(fr: AnalysisFrames) -> DataFrame:
     """The output records that carry an id (one without is undecided, never judged)."""
     return fr.app_output.filter(F.col("value").isNotNull())
 
 
-def app_offsets(fr: Plan) -> DataFrame:
+def app_offsets(fr: AnalysisFrames) -> DataFrame:
     """The app group's final committed offsets: topic, partition, committed."""
     return fr.group_offsets.filter(F.col("role") == APP_ROLE).drop("role")
 
 
-def consumed_inputs(fr: Plan) -> DataFrame:
+def consumed_inputs(fr: AnalysisFrames) -> DataFrame:
     """Inputs that must have committed, with `committed`, the app group's committed
     offset of their partition (null where it committed none), and `below`, whether
     the group committed past them: the app consumed them, so each owes an output."""
@@ -47,14 +47,14 @@ def consumed_inputs(fr: Plan) -> DataFrame:
     )
 
 
-def missing_inputs(fr: Plan) -> DataFrame:
+def missing_inputs(fr: AnalysisFrames) -> DataFrame:
     """`consumed_inputs` that no output record carries."""
     out = app_ids(fr).select("value").distinct()
     return consumed_inputs(fr).join(out, "value", "left_anti")
 
 
 @check("app-output-lost")
-def app_output_lost(fr: Plan) -> DataFrame:
+def app_output_lost(fr: AnalysisFrames) -> DataFrame:
     """An input that must have committed, below the app group's committed offset of its
     partition, that no output record carries. Inputs at or above it are undecided (the
     app may not have got to them yet), and so is the whole finding where the output
@@ -68,7 +68,7 @@ def app_output_lost(fr: Plan) -> DataFrame:
 
 
 @check("app-output-duplicate")
-def app_output_duplicate(fr: Plan) -> DataFrame:
+def app_output_duplicate(fr: AnalysisFrames) -> DataFrame:
     """An input value (some send attempted it) that output records carry at two or more
     distinct positions; the same record read twice is one position."""
     dup = (
@@ -83,7 +83,7 @@ def app_output_duplicate(fr: Plan) -> DataFrame:
 
 
 @check("app-output-unexpected")
-def app_output_unexpected(fr: Plan) -> DataFrame:
+def app_output_unexpected(fr: AnalysisFrames) -> DataFrame:
     """An output record whose id no send ever attempted (one row per record; the count
     is of distinct ids)."""
     odd = (
@@ -94,7 +94,7 @@ def app_output_unexpected(fr: Plan) -> DataFrame:
     return _with_app(fr, odd)
 
 
-def _input_positions(fr: Plan) -> DataFrame:
+def _input_positions(fr: AnalysisFrames) -> DataFrame:
     """value -> key_topic, key_partition, input_offset: where the input sits, the lowest
     position the version order (what reads returned, where committed sends were told)
     holds it at; its partition is its key (the producer keys each value by it)."""
@@ -114,7 +114,7 @@ def _input_positions(fr: Plan) -> DataFrame:
 
 
 @check("app-output-reorder")
-def app_output_reorder(fr: Plan) -> DataFrame:
+def app_output_reorder(fr: AnalysisFrames) -> DataFrame:
     """In one output partition, each input's first output, per key in output order: an
     adjacent pair whose inputs sit the other way round in their partition. Later
     outputs of an input are redeliveries (duplicates), not reorders."""

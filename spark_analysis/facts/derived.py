@@ -24,7 +24,7 @@ differential test holds the two together.
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.shared_frames import TP, Plan
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -33,18 +33,18 @@ def is_drain() -> Column:
     return F.col("role").eqNullSafe("drain")
 
 
-def drain_values(fr: Plan) -> DataFrame:
+def drain_values(fr: AnalysisFrames) -> DataFrame:
     """Values the drain read. Not cached: in most runs one check asks, once."""
     return fr.reads.filter(is_drain()).select("value").distinct()
 
 
-def read_values(fr: Plan) -> DataFrame:
+def read_values(fr: AnalysisFrames) -> DataFrame:
     """Values some ok read returned: what counts as read. Not cached: only the
     never-read sends (cached) are built from it."""
     return fr.reads.select("value").distinct()
 
 
-def unknown_txn_sends(fr: Plan) -> DataFrame:
+def unknown_txn_sends(fr: AnalysisFrames) -> DataFrame:
     """Sends of transactions that ended `info`: few, and none in most runs."""
     return fr.shared(
         "unknown_txns",
@@ -54,7 +54,7 @@ def unknown_txn_sends(fr: Plan) -> DataFrame:
     )
 
 
-def proven_txns(fr: Plan) -> DataFrame:
+def proven_txns(fr: AnalysisFrames) -> DataFrame:
     """Transactions that ended `info` of which the drain read a value that no other op
     may have written: they committed. A value that another op's send, not failed, also
     carries (an exactly-once copier's retry of the same input, a resend) proves nothing
@@ -77,7 +77,7 @@ def proven_txns(fr: Plan) -> DataFrame:
     return fr.shared("proven_txns", build)
 
 
-def writes(fr: Plan) -> DataFrame:
+def writes(fr: AnalysisFrames) -> DataFrame:
     """Every send (history_frames' `sends`) with `must_commit`."""
     acked = F.col("outcome") == "ok"
     if not fr.maybe_unknown_txn:
@@ -96,16 +96,16 @@ def writes(fr: Plan) -> DataFrame:
     return fr.shared("writes", build)
 
 
-def committed_sends(fr: Plan) -> DataFrame:
+def committed_sends(fr: AnalysisFrames) -> DataFrame:
     return fr.shared("committed", lambda: writes(fr).filter(F.col("must_commit")))
 
 
-def acked_sends(fr: Plan) -> DataFrame:
+def acked_sends(fr: AnalysisFrames) -> DataFrame:
     """Sends acknowledged as such: a filter of `committed_sends`' cache."""
     return committed_sends(fr).filter(F.col("outcome") == "ok")
 
 
-def read_reach(fr: Plan) -> DataFrame:
+def read_reach(fr: AnalysisFrames) -> DataFrame:
     """Per partition any ok read returned a record of: `max_read_offset`, the highest
     offset any read returned, and `drain_max_offset`, the drain's (one pass for both)."""
 
@@ -118,14 +118,14 @@ def read_reach(fr: Plan) -> DataFrame:
     return fr.shared("read_reach", build)
 
 
-def never_read_sends(fr: Plan) -> DataFrame:
+def never_read_sends(fr: AnalysisFrames) -> DataFrame:
     """Sends that must have committed whose value no ok read returned."""
     return fr.shared(
         "never_read", lambda: committed_sends(fr).join(read_values(fr), "value", "left_anti")
     )
 
 
-def version_order(fr: Plan) -> DataFrame:
+def version_order(fr: AnalysisFrames) -> DataFrame:
     """(value, topic, partition, offset), distinct: what each offset is known to hold.
     A record whose value did not decode has a null value."""
 
@@ -140,7 +140,7 @@ def version_order(fr: Plan) -> DataFrame:
     return fr.shared("version_order", build)
 
 
-def drain_frontier(fr: Plan) -> DataFrame:
+def drain_frontier(fr: AnalysisFrames) -> DataFrame:
     """Per partition the drain touched: `drain_end` (its end marker: it read the
     partition to its end there; null if it never did), `drain_max_offset` (the highest
     offset it returned) and `frontier`, the first offset it is not proven to have read."""
@@ -157,7 +157,7 @@ def drain_frontier(fr: Plan) -> DataFrame:
     return fr.shared("drain_frontier", build)
 
 
-def send_positions(fr: Plan) -> DataFrame:
+def send_positions(fr: AnalysisFrames) -> DataFrame:
     """Sends with `at`, the offset the send sits at in its partition: its own offset if
     it must have committed and the offset is known, else the lowest offset the version
     order holds its value at there (as Jepsen orders one op's sends). Sends at no known
@@ -179,3 +179,17 @@ def send_positions(fr: Plan) -> DataFrame:
         .filter(F.col("at").isNotNull())
         .drop("found")
     )
+
+
+def never_written_values(fr: AnalysisFrames) -> DataFrame:
+    """Values none of whose sends could have committed (every send failed): a value
+    sent again (a copier's re-copy, an application's resend) is maybe written if any
+    of its sends was ok or info."""
+
+    def build() -> DataFrame:
+        by_value = fr.sends.groupBy("value").agg(
+            F.max(F.when(F.col("outcome") != "fail", 1).otherwise(0)).alias("maybe_written")
+        )
+        return by_value.filter(F.col("maybe_written") == 0).select("value")
+
+    return fr.shared("never_written", build)

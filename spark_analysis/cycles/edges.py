@@ -1,10 +1,10 @@
 """Dependency cycles between ops: Elle's G0, G1c, G1c-process and G1c-realtime,
-over edges built from the facts (facts.py) as Jepsen's Kafka checker builds them
+over edges built from the facts (facts/derived.py) as Jepsen's Kafka checker builds them
 (`ww-graph`, `wr-graph`), with Elle's process and realtime orders.
 
 The edges are DataFrames; ops on no cycle are pruned in Spark while that pays; the
 strongly connected components of what is left, and one shortest cycle for each of
-the first few, are found on the driver (cycle_graph.py). An edge costs 8 bytes
+the first few, are found on the driver (graph.py). An edge costs 8 bytes
 there, and ~100 while rustworkx holds a subgraph (5M ops and 15M ww edges: 1.5 GB
 peak, components in 3.5 s), outside the JVM's heap. GraphFrames is no way out for
 larger graphs: its components take a Pregel round per step of the longest path, and
@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 import numpy as np
-from kafka_trial.spark_analysis.cycle_graph import (
+from kafka_trial.spark_analysis.cycles.graph import (
     CHAIN,
     EVENT_BASE,
     PROCESS,
@@ -31,15 +31,15 @@ from kafka_trial.spark_analysis.cycle_graph import (
     Edges,
     components,
 )
-from kafka_trial.spark_analysis.facts import committed_sends, version_order
-from kafka_trial.spark_analysis.shared_frames import TP, Plan, check
+from kafka_trial.spark_analysis.facts.derived import committed_sends, version_order
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 # Components witnessed with a cycle, lowest op index first: results.json keeps this
-# many examples (queue_checks.EXAMPLES); the others are counted only.
+# many examples (checks/runner.EXAMPLES); the others are counted only.
 WITNESSED = 10
 # Up to this many edges come to the driver in one job, without counting them first.
 COLLECT_AT_ONCE = 200_000
@@ -49,7 +49,7 @@ CHUNK_EDGES = 8_000_000
 # while rustworkx holds a subgraph; all of it in Python, outside the JVM's heap.
 DRIVER_MAX_EDGES = int(os.environ.get("KAFKA_TRIAL_CYCLE_DRIVER_EDGES", 100_000_000))
 # Up to this many edges come to the driver whole (in chunks), where trimming
-# ops on no cycle is a few numpy passes for each anomaly's kinds (cycle_graph._trim).
+# ops on no cycle is a few numpy passes for each anomaly's kinds (graph._trim).
 # Above it Spark prunes first, a join and a count a round, and over every kind at
 # once, where the realtime chain keeps almost every op: a 10M-line history's ~50M
 # edges went to 46.8M in 8 minutes. So Spark prunes only what the driver cannot take.
@@ -119,34 +119,34 @@ def not_searched(fr: Any, mode: str) -> dict[str, str]:
     return dict.fromkeys(names, why)
 
 
-def _rows(fr: Plan, name: str) -> DataFrame:
+def _rows(fr: AnalysisFrames, name: str) -> DataFrame:
     return fr.shared("cycles", lambda: _find(fr)).filter(F.col("type") == name).drop("type")
 
 
 @check("G0")
-def g0(fr: Plan) -> DataFrame:
+def g0(fr: AnalysisFrames) -> DataFrame:
     return _rows(fr, "G0")
 
 
 @check("G1c")
-def g1c(fr: Plan) -> DataFrame:
+def g1c(fr: AnalysisFrames) -> DataFrame:
     return _rows(fr, "G1c")
 
 
 @check("G1c-process")
-def g1c_process(fr: Plan) -> DataFrame:
+def g1c_process(fr: AnalysisFrames) -> DataFrame:
     return _rows(fr, "G1c-process")
 
 
 @check("G1c-realtime")
-def g1c_realtime(fr: Plan) -> DataFrame:
+def g1c_realtime(fr: AnalysisFrames) -> DataFrame:
     return _rows(fr, "G1c-realtime")
 
 
 # ---------------------------------------------------------------- the ops
 
 
-def op_table(fr: Plan) -> DataFrame:
+def op_table(fr: AnalysisFrames) -> DataFrame:
     """Client send, txn and poll ops: `op` (the completion's index, the invoke's for
     an op that never completed), process, f, type, `inv` and `done` (the invoke's and
     completion's indexes), and their times. A process has one op outstanding, so an
@@ -174,7 +174,7 @@ def op_table(fr: Plan) -> DataFrame:
     return fr.shared("cycle_ops", build)
 
 
-def writer_of(fr: Plan) -> DataFrame:
+def writer_of(fr: AnalysisFrames) -> DataFrame:
     """value -> op: the op whose send of the value must have committed, for values no
     other op could have written (every other send of it failed). A value sent twice
     (a resend, a copier's second copy) whose writer is in doubt draws no edge: an
@@ -205,7 +205,7 @@ def _edge(src: Column, dst: Column, kind: int, why: Column) -> list[Column]:
     return [src.alias("src"), dst.alias("dst"), F.lit(kind).alias("kind"), why.alias("why")]
 
 
-def ww_edges(fr: Plan) -> DataFrame:
+def ww_edges(fr: AnalysisFrames) -> DataFrame:
     """Writer of a value -> writer of the next value in its partition's version
     order. An offset known to hold two values (inconsistent-offsets) orders nothing;
     a value at two offsets (duplicate) sits at its first; values with no certain
@@ -236,7 +236,7 @@ def ww_edges(fr: Plan) -> DataFrame:
     )
 
 
-def wr_edges(fr: Plan) -> DataFrame:
+def wr_edges(fr: AnalysisFrames) -> DataFrame:
     """Writer of a value -> every other op whose ok read returned it."""
     why = _why(
         topic=F.col("topic"),
@@ -252,7 +252,7 @@ def wr_edges(fr: Plan) -> DataFrame:
     )
 
 
-def order_edges(fr: Plan, wr: DataFrame, event_base: int) -> DataFrame:
+def order_edges(fr: AnalysisFrames, wr: DataFrame, event_base: int) -> DataFrame:
     """Process and realtime order among the ops a wr edge touches: in a cycle of wr
     and order edges, a run of order edges can be one (both orders are transitive),
     so it leaves a reader for a writer; ops between are left out.
@@ -303,7 +303,7 @@ def order_edges(fr: Plan, wr: DataFrame, event_base: int) -> DataFrame:
     return process.unionByName(outs).unionByName(ins).unionByName(chained)
 
 
-def edges(fr: Plan, event_base: int) -> DataFrame:
+def edges(fr: AnalysisFrames, event_base: int) -> DataFrame:
     """Every edge once per (src, dst, kind), with the first fact that makes it."""
 
     def build() -> DataFrame:
@@ -337,7 +337,7 @@ def prune(packed: DataFrame, n: int) -> tuple[DataFrame, int, int]:
 
 
 def collect_packed(packed: DataFrame, chunks: int = 1) -> np.ndarray:
-    """The edges as packed integers (cycle_graph.pack), 8 bytes each, in `chunks`
+    """The edges as packed integers (graph.pack), 8 bytes each, in `chunks`
     jobs of Arrow batches. Rows pickled to Python cost a boxed long and a BigInteger
     each on the JVM's heap, and a whole partition at a time, which fills the driver's
     default heap on a large graph (docs/findings.md, "The cycle graph's edges reach
@@ -354,16 +354,16 @@ def collect_packed(packed: DataFrame, chunks: int = 1) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64, copy=False)
 
 
-def _driver_edges(fr: Plan, graph: DataFrame) -> np.ndarray:
+def _driver_edges(graph: DataFrame) -> tuple[np.ndarray, dict[str, int]]:
     """The edges the driver searches: all of them in one job when few (counting
     first was two), else counted and collected in chunks of CHUNK_EDGES, pruned in
-    Spark first when there are more than PRUNE_ABOVE."""
+    Spark first when there are more than PRUNE_ABOVE. With them, how many there were,
+    how many came to the driver, and in how many pruning rounds (for benchmarks)."""
     packed = graph.select("src", "dst", "kind")
     small = collect_packed(packed.limit(COLLECT_AT_ONCE + 1))
     stats = {"edges": len(small), "rounds": 0, "driver_edges": len(small)}
-    fr.cycle_stats = stats  # type: ignore[attr-defined]
     if len(small) <= COLLECT_AT_ONCE:
-        return small
+        return small, stats
     del small
     whole = packed = packed.persist(StorageLevel.MEMORY_AND_DISK)
     n = left = packed.count()
@@ -378,14 +378,14 @@ def _driver_edges(fr: Plan, graph: DataFrame) -> np.ndarray:
         )
     out = collect_packed(packed, max(1, -(-left // CHUNK_EDGES)))
     whole.unpersist()
-    return out
+    return out, stats
 
 
-def _find(fr: Plan) -> DataFrame:
+def _find(fr: AnalysisFrames) -> DataFrame:
     """Every cycle anomaly's components, one row each (type, first_op, ops, and for
     the first WITNESSED of a type: length, shortest, steps)."""
     graph = edges(fr, EVENT_BASE)
-    arr = _driver_edges(fr, graph)
+    arr, _ = _driver_edges(graph)
     if len(arr) > DRIVER_MAX_EDGES:
         raise CycleGraphTooLarge(
             f"{len(arr)} edges, more than the driver takes ({DRIVER_MAX_EDGES}; "
@@ -400,7 +400,7 @@ def _find(fr: Plan) -> DataFrame:
 
 
 def _explained(
-    fr: Plan, graph: DataFrame, found: dict[str, list[Component]]
+    fr: AnalysisFrames, graph: DataFrame, found: dict[str, list[Component]]
 ) -> list[tuple[Any, ...]]:
     """The rows, each witness step with the facts behind it: the value, partition
     and offsets of a ww or wr edge, the process of a process edge, and the ops'

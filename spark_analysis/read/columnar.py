@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_trial.contracts.log import log
-from kafka_trial.spark_analysis.follow_parse import Follower, file_sha256
-from kafka_trial.spark_analysis.history_parse import FLAT_SCHEMA, flatten, read_json
-from kafka_trial.spark_analysis.native_parse import to_parquet
+from kafka_trial.spark_analysis.read.follow_parse import Follower, file_sha256
+from kafka_trial.spark_analysis.read.history_parse import FLAT_SCHEMA, flatten, read_json
+from kafka_trial.spark_analysis.read.native_parse import to_parquet
 from pyspark.sql import DataFrame, SparkSession
 
 CACHE = "history.parquet"
@@ -124,7 +124,8 @@ def _remove(path: Path) -> None:
 class ParsedRows:
     rows: DataFrame
     # "hit" (read from the cache), "written" (parsed, cached, read back), "small"
-    # (parsed only: not worth a cache) or "unwritable" (parsed only)
+    # (parsed only: not worth a cache), "unwritable" (parsed only) or "remote" (a
+    # history not on this machine: Spark parses it where it is, and caches nothing)
     status: str
     # what was there before: "none", "stale" (a cache the JSONL no longer matches, or
     # whose record is unreadable: not used) or "current"
@@ -133,7 +134,7 @@ class ParsedRows:
     # needed), "spark" (Spark's JSON reader), or "" (nothing: the cache was current)
     parser: str = ""
     # Parquet the native parse wrote for this analysis only (a history too small to
-    # cache): job._analyze removes it once the analysis is done, or has failed.
+    # cache): removed (Prepared.remove_temp) once the analysis is done, or has failed.
     temp: Path | None = None
 
     @property
@@ -154,6 +155,11 @@ class Prepared:
     seconds: float = 0.0
     temp: Path | None = None
     followed: bool = False  # the rows were parsed while the run wrote them (follow)
+
+    def remove_temp(self) -> None:
+        """Remove the Parquet made for this analysis only, once it no longer reads it."""
+        if self.temp is not None:
+            shutil.rmtree(self.temp, ignore_errors=True)
 
 
 def _current(cache: Path, want: dict[str, object]) -> tuple[bool, bool]:

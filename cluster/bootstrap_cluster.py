@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka_trial.cluster.control import PartitionState
 from kafka_trial.cluster.observe import Observer
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.contracts.errors import TrialError
-from kafka_trial.contracts.log import log
 
 
 class ObserverOnly(RuntimeError):
@@ -113,17 +112,7 @@ class BootstrapCluster:
         return self.observe.admin()
 
     def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:
-        if not names:
-            return
-        futures = self.admin().delete_topics(list(names), operation_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout_s)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:  # never made
-                    log(f"could not delete topic {name}: {e}")
-            except Exception as e:  # the user's cluster keeps it; say so
-                log(f"could not delete topic {name}: {e}")
+        self.observe.delete_topics(names, timeout_s)
 
     def engine_alive(self) -> bool:
         return True

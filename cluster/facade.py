@@ -160,16 +160,7 @@ class Cluster:
                     (dest / fname).write_bytes(c.logs(timestamps=True, **extra))
 
     def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:
-        """Best effort: a warm cluster sheds a finished run's topics, so their replicas
-        stop fetching while the next run's faults strike."""
-        if not names:
-            return
-        futures = self.admin().delete_topics(list(names), operation_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout_s)
-            except Exception as e:  # the next run uses other names anyway
-                log(f"could not delete topic {name}: {e}")
+        self.observe.delete_topics(names, timeout_s)
 
     def teardown(self) -> None:
         self.observe.close()

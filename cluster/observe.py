@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ from kafka_trial.cluster.control import PartitionState
 from kafka_trial.cluster.naming import QUORUM_STATE
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.log import log
 
 
 def _quiet_logger() -> logging.Logger:
@@ -115,6 +116,22 @@ class Observer:
         if self._admin is None:
             self._admin = _new_admin(self.bootstrap(), 5000, self.client_config)
         return self._admin
+
+    def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:
+        """Best effort: a warm cluster sheds a finished run's topics, so their replicas
+        stop fetching while the next run's faults strike; a user's cluster gets its run
+        topics back. A topic never made is no failure; any other is said, not raised."""
+        if not names:
+            return
+        futures = self.admin().delete_topics(list(names), operation_timeout=timeout_s)
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout_s)
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    log(f"could not delete topic {name}: {e}")
+            except Exception as e:  # the next run uses other names; a user's cluster keeps it
+                log(f"could not delete topic {name}: {e}")
 
     def close(self) -> None:
         self._admin = None

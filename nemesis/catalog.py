@@ -167,6 +167,24 @@ _INFOS = (
     ),
     # The sequences (failover.py): the leader's kill or power loss is what the heal
     # undoes; the links their first step cut are healed by a later step.
+    # Reconfiguration as operators do it (nemesis/reconfigure.py): nothing to heal, each
+    # step leaves the cluster whole or completes `info`.
+    PackageInfo(
+        "rolling-restart",
+        "stop (SIGTERM: a controlled shutdown) and start each broker in turn, the next "
+        "once every partition of the run's topic is back in sync",
+        "none: each broker starts again in its own step",
+        fault_op="restart",
+        heal_op=None,
+    ),
+    PackageInfo(
+        "preferred-election",
+        "elect each partition's preferred (first) replica leader where another broker "
+        "leads; `info` where no leader moved",
+        "none: leadership stays where the election put it",
+        fault_op="elect-preferred",
+        heal_op=None,
+    ),
     PackageInfo(
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "

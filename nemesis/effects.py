@@ -119,6 +119,18 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             )
         else:
             parts.append(f"no other leader (leader {v.get('leader')}, ISR {v.get('isr')})")
+    if f == "restart" and "down_s" in v:
+        led = f", leading partitions {v.get('led')}" if v.get("led") else ""
+        parts.append(
+            f"broker {v.get('broker')} down {v.get('down_s')} s{led}; back in sync "
+            f"{v.get('in_sync_after_s')} s after its start"
+        )
+    if f == "elect-preferred" and isinstance(v.get("elected"), dict):
+        parts += [
+            f"partition {p}: leader {x.get('from')} -> {x.get('to')}"
+            for p, x in sorted(v["elected"].items())
+            if isinstance(x, dict)
+        ]
     if f == "await-isr-shrink" and "isr" in v:
         parts.append(f"ISR {v['isr']}")
     return "; ".join(p for p in parts if p)

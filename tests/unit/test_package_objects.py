@@ -180,6 +180,22 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "rolling-restart": (
+        "rolling-restart",
+        "stop (SIGTERM: a controlled shutdown) and start each broker in turn, the next once "
+        "every partition of the run's topic is back in sync",
+        "none: each broker starts again in its own step",
+        "plain",
+        "real",
+    ),
+    "preferred-election": (
+        "preferred-election",
+        "elect each partition's preferred (first) replica leader where another broker leads; "
+        "`info` where no leader moved",
+        "none: leadership stays where the election put it",
+        "plain",
+        "real",
+    ),
     "unclean-failover": (
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for "
@@ -260,6 +276,8 @@ EXPECTED_FAULT_OPS = {
     "power-loss": "start",
     "disk-full": "disk-free",
     "clock": "clock-reset",
+    "restart": None,
+    "elect-preferred": None,
     "elect-unclean": None,
     "app-kill": None,
     "app-restart": None,
@@ -319,6 +337,12 @@ EXPECTED_FAULT_TABLE = (
     "faketime` | the true clock again |\n"
     "| `kill-leader` | SIGKILL the leader of `nemesis.target_partition` | start |\n"
     "| `isolate-broker` | `partition` with `isolate-random` only | restore |\n"
+    "| `rolling-restart` | stop (SIGTERM: a controlled shutdown) and start each broker in turn, "
+    "the next once every partition of the run's topic is back in sync | none: each broker starts "
+    "again in its own step |\n"
+    "| `preferred-election` | elect each partition's preferred (first) replica leader where "
+    "another broker leads; `info` where no leader moved | none: leadership stays where the "
+    "election put it |\n"
     "| `unclean-failover` | claims C2/C5 as one sequence: cut the followers' fetch links, wait "
     "for ISR = {leader}, keep writing, kill the leader, elect a follower uncleanly | start the "
     "old leader |\n"
@@ -430,6 +454,18 @@ EXPECTED_REFUSALS = {
         "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
         "k8s": None,
     },
+    "rolling-restart": {
+        "docker": None,
+        "ssh": None,
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": None,
+    },
+    "preferred-election": {
+        "docker": None,
+        "ssh": None,
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": None,
+    },
     "unclean-failover": {
         "docker": None,
         "ssh": None,
@@ -490,6 +526,9 @@ EXPECTED_BUILT = {
     "offsets_s=(120, -120), strobe_ms=0, duration_s=8.0, name='clock')",
     "corrupt": "Corrupt(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
     "modes=('bitflip', 'truncate'), name='corrupt')",
+    "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
+    "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
+    "name='preferred-election')",
     "unclean-failover": "UncleanFailover(topic='trial', partition=0, hold_s=8.0, "
     "name='unclean-failover')",
     "last-replica-power-loss": "LastReplicaStanding(topic='trial', partition=0, hold_s=8.0, "
@@ -517,6 +556,8 @@ EXPECTED_BUILDERS_ORDER = [
     "disk-full",
     "clock",
     "corrupt",
+    "rolling-restart",
+    "preferred-election",
     "unclean-failover",
     "last-replica-power-loss",
     "app-kill",

@@ -1,0 +1,123 @@
+"""Faults that change who does what, as operators do, not what breaks: a rolling
+restart and a preferred-leader election. Each records what it verifiably changed; one
+that changed nothing completes `info`, never a silent success."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_trial.cluster.control import ClusterControl
+from kafka_trial.nemesis.steps import Done, Step, wait_until
+
+
+class NotInSync(RuntimeError):
+    """A broker's replicas did not rejoin in time: the roll stops there."""
+
+
+class NothingElected(RuntimeError):
+    """Every partition already had its preferred leader: the election did nothing."""
+
+
+@dataclass(frozen=True)
+class RollingRestart:
+    """Each broker in turn stopped (SIGTERM: Kafka's controlled shutdown moves its
+    leaderships away first) and started again, the next one only when every partition
+    of the run's topic is back in sync, as an operator rolls an upgrade. One op per
+    broker, in an order the seed picks; its completion records how long the broker
+    was down and how long its replicas took to rejoin. A broker whose partitions do
+    not rejoin within `in_sync_s` ends the roll there (that op completes `info`), so
+    the roll never takes a second broker down beside a lagging one."""
+
+    topic: str
+    in_sync_s: float = 60.0
+    name: str = "rolling-restart"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        order = sorted(ctl.node_ids)
+        random.Random(pick).shuffle(order)
+        for broker in order:
+            yield Step(
+                "restart", {"broker": broker, "topic": self.topic}, self._restart(ctl, broker)
+            )
+
+    def _restart(self, ctl: ClusterControl, broker: int) -> Any:
+        def act() -> Done:
+            before = ctl.partitions(self.topic)
+            led = sorted(p for p, s in before.items() if s.leader == broker)
+            t0 = time.monotonic()
+            stopped = ctl.stop_node(broker)
+            down_s = time.monotonic() - t0
+            ctl.start_node(broker)
+            t1 = time.monotonic()
+            if not ctl.await_in_sync(self.topic, self.in_sync_s):
+                raise NotInSync(
+                    f"broker {broker}'s partitions of {self.topic} not back in sync "
+                    f"{self.in_sync_s:.0f} s after its restart; the roll stops here"
+                )
+            result: dict[str, Any] = {
+                "broker": broker,
+                "led": led,
+                "down_s": round(down_s, 2),
+                "in_sync_after_s": round(time.monotonic() - t1, 2),
+            }
+            if isinstance(stopped, dict):
+                result["seen"] = {str(broker): [stopped]}
+            return Done(result)
+
+        return act
+
+
+@dataclass(frozen=True)
+class PreferredElection:
+    """A preferred-leader election for every partition of the run's topic (the Admin
+    API's, as `kafka-leader-election.sh --election-type PREFERRED` and Kafka's own
+    auto.leader.rebalance do): leadership moves back to each partition's first replica
+    while clients write. It changes something only where a partition is led by
+    another broker (after a leader was killed, stopped or cut off); the completion
+    records, per partition, the leader before and after, and an election that moved
+    no leader completes `info`. Nothing to heal: leadership stays where it went."""
+
+    topic: str
+    settle_s: float = 10.0
+    name: str = "preferred-election"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        yield Step("elect-preferred", {"topic": self.topic}, lambda: self._elect(ctl))
+
+    def _elect(self, ctl: ClusterControl) -> Done:
+        before = ctl.partitions(self.topic)
+        off = {
+            p: s.replicas[0]
+            for p, s in before.items()
+            if s.replicas and s.leader != s.replicas[0] and s.replicas[0] in s.isr
+        }
+        if not off:
+            leaders = {str(p): s.leader for p, s in sorted(before.items())}
+            raise NothingElected(
+                f"every partition of {self.topic} already had its preferred leader, or that "
+                f"replica was out of the ISR (leaders {leaders})"
+            )
+        refused: dict[str, str] = {}
+        for p in sorted(off):
+            try:
+                ctl.elect_leader(self.topic, p, unclean=False)
+            except Exception as e:  # Kafka's answer for that partition, recorded
+                refused[str(p)] = f"{type(e).__name__}: {e}"[:200]
+
+        def moved() -> dict[int, int | None]:
+            now = ctl.partitions(self.topic)
+            return {p: now[p].leader for p in off if p in now}
+
+        wait_until(lambda: all(moved().get(p) == want for p, want in off.items()), self.settle_s)
+        after = moved()
+        elected = {str(p): {"from": before[p].leader, "to": after.get(p)} for p in sorted(off)}
+        if not any(after.get(p) == want for p, want in off.items()):
+            raise NothingElected(
+                f"no partition of {self.topic} moved to its preferred leader within "
+                f"{self.settle_s:.0f} s ({elected}; refused: {refused or 'none'})"
+            )
+        return Done({"elected": elected} | ({"refused": refused} if refused else {}))

@@ -1,0 +1,110 @@
+"""rolling-restart and preferred-election on the in-memory cluster: what each does to
+which broker, in what order, what its completion records, and that one that changed
+nothing completes `info` (the real-broker test is tests/integration/test_faults.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.nemesis import Nemesis
+from kafka_trial.nemesis.reconfigure import PreferredElection, RollingRestart
+from kafka_trial.nemesis.settings import NemesisSpec
+
+from tests.fakes import FakeCluster
+
+
+def _nemesis(tmp_path: Path, cluster: FakeCluster, fault: str) -> tuple[Nemesis, HistoryWriter]:
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    spec = NemesisSpec(faults=(fault,))
+    return Nemesis(cluster, history, spec, "trial"), history
+
+
+def test_a_roll_restarts_every_broker_once_one_at_a_time_in_the_seeds_order(tmp_path) -> None:
+    cluster = FakeCluster()
+    nem, history = _nemesis(tmp_path, cluster, "rolling-restart")
+    applied = nem.apply("rolling-restart", pick=7)
+    assert applied.ok and applied.heal is None
+    verbs = [(v, n) for v, n in cluster.calls if v in ("stop_node", "start_node")]
+    order = [n for v, n in verbs if v == "stop_node"]
+    assert sorted(order) == [1, 2, 3]
+    # Each broker is started before the next one stops: never two down at once.
+    assert verbs == [(v, n) for n in order for v in ("stop_node", "start_node")]
+    assert all(s == "running" for s in cluster.state.values())
+    done = [o for o in read_history(history.path).ops if o.f == "restart" and o.type == "ok"]
+    assert [o.value["broker"] for o in done] == order
+    assert all(o.value["down_s"] >= 0 and "in_sync_after_s" in o.value for o in done)
+    # The same pick, the same order: a replayed schedule rolls the same way.
+    again = FakeCluster()
+    nem2, _ = _nemesis(tmp_path / "again", again, "rolling-restart")
+    nem2.apply("rolling-restart", pick=7)
+    assert [n for v, n in again.calls if v == "stop_node"] == order
+
+
+@dataclass
+class _LaggingCluster(FakeCluster):
+    """Replicas never rejoin after the first restart."""
+
+    def await_in_sync(self, topic: str, timeout_s: float) -> bool:
+        return False
+
+
+def test_a_broker_that_does_not_rejoin_ends_the_roll_as_info(tmp_path) -> None:
+    cluster = _LaggingCluster()
+    nem, history = _nemesis(tmp_path, cluster, "rolling-restart")
+    applied = nem.apply("rolling-restart", pick=1)
+    assert not applied.ok
+    stopped = [n for v, n in cluster.calls if v == "stop_node"]
+    assert len(stopped) == 1  # no second broker went down beside a lagging one
+    restarts = [o for o in read_history(history.path).ops if o.f == "restart"]
+    assert [o.type for o in restarts] == ["invoke", "info"]
+    assert "not back in sync" in (restarts[1].error or "")
+
+
+def test_a_preferred_election_moves_leaders_back_and_records_each(tmp_path) -> None:
+    cluster = FakeCluster()  # partitions 1 and 2 are led by brokers 2 and 3, not 1
+    before = dict(cluster.leaders)
+    nem, history = _nemesis(tmp_path, cluster, "preferred-election")
+    applied = nem.apply("preferred-election", pick=0)
+    assert applied.ok
+    elections = [a for v, a in cluster.calls if v == "elect_leader"]
+    assert elections == [("trial", 1, False), ("trial", 2, False)]  # partition 0 was led by 1
+    done = next(
+        o for o in read_history(history.path).ops if o.f == "elect-preferred" and o.type == "ok"
+    )
+    assert done.value["elected"] == {
+        "1": {"from": before[1], "to": 1},
+        "2": {"from": before[2], "to": 1},
+    }
+
+
+def test_an_election_that_moves_no_leader_is_info(tmp_path) -> None:
+    cluster = FakeCluster()
+    cluster.leaders = dict.fromkeys(cluster.leaders, 1)  # every partition on its preferred
+    nem, history = _nemesis(tmp_path, cluster, "preferred-election")
+    assert not nem.apply("preferred-election", pick=0).ok
+    ops = [o for o in read_history(history.path).ops if o.f == "elect-preferred"]
+    assert [o.type for o in ops] == ["invoke", "info"]
+    assert "already had its preferred leader" in (ops[1].error or "")
+    assert not [v for v, _ in cluster.calls if v == "elect_leader"]
+
+
+def test_both_are_built_from_the_run_spec() -> None:
+    from kafka_trial.nemesis.packages import build_package
+
+    assert build_package("rolling-restart", NemesisSpec(), "t") == RollingRestart("t")
+    assert build_package("preferred-election", NemesisSpec(), "t") == PreferredElection("t")
+
+
+def test_the_report_says_what_each_did() -> None:
+    from kafka_trial.nemesis.effects import effect
+
+    said = effect(
+        "restart", "ok", {"broker": 2, "led": [0, 1], "down_s": 1.5, "in_sync_after_s": 3.1}
+    )
+    assert (
+        said == "broker 2 down 1.5 s, leading partitions [0, 1]; back in sync 3.1 s after its start"
+    )
+    said = effect("elect-preferred", "ok", {"elected": {"0": {"from": 2, "to": 1}}})
+    assert said == "partition 0: leader 2 -> 1"

@@ -134,6 +134,16 @@ class ClusterControl(Protocol):
         """Ask the controller for one election; raises if it refuses."""
         ...
 
+    # assignment
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        """Ask the controller to move the partition's replicas (in this order: the
+        first is the preferred leader); raises if it refuses."""
+        ...
+
+    def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
+        """The topic's partitions being reassigned now: replicas, adding, removing."""
+        ...
+
     def heal_all(self) -> None:
         """Every link whole, every toxic gone, every node running."""
         ...

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
+from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.clocks import ClockProbe
 from kafka_trial.cluster.control import (
@@ -204,6 +205,17 @@ class Cluster:
 
     def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
         self.observe.elect_leader(topic, partition, unclean)
+
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        order = ",".join(str(r) for r in replicas)
+        self._admin_tool().call(self.bootstrap, "reassign", topic, str(partition), order)
+
+    def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
+        found = self._admin_tool().call(self.bootstrap, "reassignments", topic)
+        return {int(p): r for p, r in found.items()}
+
+    def _admin_tool(self) -> AdminTool:
+        return AdminTool.for_version(self.images.kafka_version)
 
     # --- links -------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from kafka_trial.contracts.log import activity, log
 import docker
 
 
-def _docker_dir() -> Path:
+def docker_dir() -> Path:
     """The build contexts: package data when installed (kafka_trial/dockerfiles), the
     repository's docker/ folder in a checkout or an editable install."""
     here = Path(__file__).resolve().parent
@@ -393,7 +393,7 @@ def kafka_image(client: docker.DockerClient, spec: ClusterSpec) -> tuple[str, st
     version, jars = resolve_kafka(spec.kafka_version)
     base = jre_base(client, spec.jre_base_image)
     base_id = client.images.get(base).id
-    src = _docker_dir() / "kafka"
+    src = docker_dir() / "kafka"
     jar_names = sorted(p.name for p in jars.glob("*.jar"))
     lazyfs = lazyfs_digest()
     tag = (
@@ -447,7 +447,7 @@ def toxiproxy_binary(version: str) -> Path:
 
 
 def toxiproxy_image(client: docker.DockerClient, version: str) -> str:
-    src = _docker_dir() / "toxiproxy"
+    src = docker_dir() / "toxiproxy"
     tag = f"kafka-trial/toxiproxy:{version}-{_digest(version, (src / 'Dockerfile').read_bytes())}"
     if _have(client, tag):
         return tag

@@ -44,8 +44,8 @@ from kafka_trial.cluster.images import (
     Images,
     _build,
     _digest,
-    _docker_dir,
     _have,
+    docker_dir,
 )
 from kafka_trial.cluster.naming import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, cluster_id
 from kafka_trial.cluster.settings import BROKER_JVM_OPTS, DEFAULT_BROKER_CONFIG
@@ -69,7 +69,7 @@ SERVER_LOG = "/var/log/kafka/server.log"
 def sshd_image(client: docker.DockerClient, images: Images) -> str:
     """The double's image on top of the project's Kafka image, built once per base
     image and content of docker/sshd."""
-    src = _docker_dir() / "sshd"
+    src = docker_dir() / "sshd"
     tag = f"{IMAGE_REPO}:{_digest(images.kafka, *((src / f).read_bytes() for f in SSHD_FILES))}"
     if _have(client, tag):
         return tag

@@ -186,6 +186,17 @@ _INFOS = (
         heal_op=None,
     ),
     PackageInfo(
+        "reassign",
+        "move `nemesis.target_partition`'s replicas while clients write: one to a broker "
+        "that held none where there is one, else a new replica order (a new preferred "
+        "leader); `info` with where it stopped if not done in time",
+        "none: the partition stays where it was moved",
+        fault_op="reassign",
+        heal_op=None,
+        docker_only="the reassignment goes through kafka-trial's Java admin tool, built "
+        "against the Docker kind's Kafka jars",
+    ),
+    PackageInfo(
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "
         "{leader}, keep writing, kill the leader, elect a follower uncleanly",

@@ -288,6 +288,8 @@ TABLE: dict[str, _Builder | str] = {
     "on Kafka's state; Strimzi rolls a cluster itself when a pod annotation changes",
     "preferred-election": "an Admin API call, not a fault on a pod: "
     "`kafka-leader-election.sh --election-type PREFERRED --all-topic-partitions`",
+    "reassign": "an Admin API call, not a fault on a pod: `kafka-reassign-partitions.sh "
+    "--execute`, or Cruise Control under Strimzi (KafkaRebalance)",
     "unclean-failover": "a sequence that waits on the ISR and elects uncleanly through the "
     "Admin API: no Chaos Mesh resource waits on Kafka's state",
     "last-replica-power-loss": "waits on the ISR, then a power loss: neither exists in Chaos Mesh",

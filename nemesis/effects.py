@@ -125,6 +125,8 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             f"broker {v.get('broker')} down {v.get('down_s')} s{led}; back in sync "
             f"{v.get('in_sync_after_s')} s after its start"
         )
+    if f == "reassign" and "to" in v:
+        parts.append(f"replicas {v.get('from')} -> {v.get('to')} in {v.get('took_s')} s")
     if f == "elect-preferred" and isinstance(v.get("elected"), dict):
         parts += [
             f"partition {p}: leader {x.get('from')} -> {x.get('to')}"

@@ -22,7 +22,7 @@ from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
-from kafka_trial.nemesis.reconfigure import PreferredElection, RollingRestart
+from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo, wait_until
 from kafka_trial.nemesis.targets import NoTarget, resolve
@@ -615,6 +615,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "corrupt": lambda n, t: Corrupt(t, n.target_partition, n.targets, n.corrupt_modes),
     "rolling-restart": lambda n, t: RollingRestart(t),
     "preferred-election": lambda n, t: PreferredElection(t),
+    "reassign": lambda n, t: Reassign(t, n.target_partition),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
     "last-replica-power-loss": lambda n, t: LastReplicaStanding(t, n.target_partition, n.fault_s),
     "app-kill": lambda n, t: AppFault("kill", "app-kill"),

@@ -121,3 +121,80 @@ class PreferredElection:
                 f"{self.settle_s:.0f} s ({elected}; refused: {refused or 'none'})"
             )
         return Done({"elected": elected} | ({"refused": refused} if refused else {}))
+
+
+class NotMoved(RuntimeError):
+    """The reassignment did not complete in time: where it stopped is in the error."""
+
+
+def target_replicas(replicas: tuple[int, ...], nodes: list[int], pick: int) -> list[int]:
+    """Where a reassignment moves a partition: one replica swapped for a broker that
+    holds none, where the cluster has one (a real move, its data copied over);
+    otherwise the same replicas in another order (its preferred leader changes, as
+    Redpanda's leadership transfer does, and no data moves)."""
+    rng = random.Random(pick)
+    current = list(replicas)
+    spare = [n for n in sorted(nodes) if n not in current]
+    if spare:
+        out = list(current)
+        out[rng.randrange(len(out))] = rng.choice(spare)
+        return out
+    if len(current) < 2:
+        return current
+    turn = 1 + rng.randrange(len(current) - 1)
+    return current[turn:] + current[:turn]
+
+
+@dataclass(frozen=True)
+class Reassign:
+    """Move one partition's replicas while clients write (the Admin API's partition
+    reassignment, as `kafka-reassign-partitions.sh --execute` does): one replica to a
+    broker that held none where there is one, else a new replica order. The
+    completion records the replicas before and after and how long the move took; a
+    move that has not completed within `settle_s` completes `info` with where it
+    stopped (adding and removing replicas), and is left to finish, as an operator's
+    would be. Nothing to heal."""
+
+    topic: str
+    partition: int
+    settle_s: float = 90.0
+    name: str = "reassign"
+
+    def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
+        value = {"topic": self.topic, "partition": self.partition}
+        yield Step("reassign", value, lambda: self._move(ctl, pick))
+
+    def _move(self, ctl: ClusterControl, pick: int) -> Done:
+        before = ctl.partitions(self.topic)[self.partition].replicas
+        target = target_replicas(before, ctl.node_ids, pick)
+        if target == list(before):
+            raise NotMoved(f"{self.topic}/{self.partition} has one replica and no spare broker")
+        t0 = time.monotonic()
+        ctl.reassign(self.topic, self.partition, target)
+
+        def done() -> bool:
+            now = ctl.partitions(self.topic).get(self.partition)
+            return (
+                now is not None
+                and list(now.replicas) == target
+                and set(now.isr) == set(target)
+                and self.partition not in ctl.reassignments(self.topic)
+            )
+
+        if not wait_until(done, self.settle_s, every_s=1.0):
+            now = ctl.partitions(self.topic).get(self.partition)
+            going = ctl.reassignments(self.topic).get(self.partition, {})
+            raise NotMoved(
+                f"{self.topic}/{self.partition} not at {target} within {self.settle_s:.0f} s: "
+                f"replicas {list(now.replicas) if now else '?'}, ISR "
+                f"{list(now.isr) if now else '?'}, in progress {going or 'none'}"
+            )
+        moved = sorted(set(target) - set(before))
+        return Done(
+            {
+                "from": list(before),
+                "to": target,
+                "moved_to": moved,
+                "took_s": round(time.monotonic() - t0, 2),
+            }
+        )

@@ -33,6 +33,7 @@ class FakeCluster:
     empty_segments: set[int] = field(default_factory=set)  # brokers with nothing to corrupt
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
+    assignments: dict[int, tuple[int, ...]] = field(default_factory=dict)  # partition -> replicas
     # Paused brokers the engine cannot unpause: resuming them thaws their freezer.
     stuck_paused: set[int] = field(default_factory=set)
 
@@ -67,10 +68,13 @@ class FakeCluster:
     def partitions(self, topic: str, timeout_s: float = 5) -> dict[int, PartitionState]:
         if topic != self.topic:
             return {}
-        replicas = tuple(self.node_ids)
-        return {
-            p: PartitionState(lead, replicas, self._isr(lead)) for p, lead in self.leaders.items()
-        }
+        every = tuple(self.node_ids)
+        out = {}
+        for p, lead in self.leaders.items():
+            replicas = self.assignments.get(p, every)
+            isr = tuple(n for n in self._isr(lead) if n in replicas)
+            out[p] = PartitionState(lead, replicas, isr)
+        return out
 
     def active_controller(self) -> int | None:
         return self.controller if self.state.get(self.controller) == "running" else None
@@ -229,6 +233,13 @@ class FakeCluster:
         live = self._live()
         if live:
             self.leaders[partition] = live[0]
+
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        self._verb("reassign", (topic, partition, tuple(replicas)))
+        self.assignments[partition] = tuple(replicas)
+
+    def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
+        return {}
 
     def heal_all(self) -> None:
         self._verb("heal_all", None)

@@ -7,12 +7,13 @@ import time
 import pytest
 from confluent_kafka import Producer
 from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.cluster.toxiproxy import Toxic
 from kafka_trial.contracts.history import read_history
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
 from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
-from kafka_trial.nemesis.reconfigure import PreferredElection, RollingRestart
+from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.recorder import NemesisRecorder
 
 from tests.integration.conftest import bind, log_since_start, probe, probe_client
@@ -170,6 +171,30 @@ def test_a_preferred_election_gives_a_partition_back_to_its_first_replica(
     else:
         assert done.type == "info" and "already had its preferred leader" in (done.error or "")
     assert wait_for(lambda: cluster.leader_of(TOPIC, 0) == preferred, 15)
+    healthy(cluster)
+
+
+def test_a_reassignment_copies_a_partition_to_a_broker_that_held_none(
+    cluster: Cluster, rec
+) -> None:
+    topic = "reassign-rf2"
+    cluster.create_topic(TopicSpec(name=topic, partitions=1, replication_factor=2))
+    assert cluster.await_in_sync(topic, 60)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce(topic, str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    before = cluster.partitions(topic)[0].replicas
+    bind(Reassign(topic, 0), cluster, rec).fault(pick=2)
+    (done,) = [
+        o for o in read_history(rec.history.path).ops if o.f == "reassign" and o.type != "invoke"
+    ]
+    assert done.type == "ok", done
+    after = cluster.partitions(topic)[0]
+    assert done.value["from"] == list(before) and list(after.replicas) == done.value["to"]
+    (spare,) = done.value["moved_to"]
+    assert spare not in before and spare in after.isr  # the new replica caught up
+    cluster.delete_topics([topic])
     healthy(cluster)
 
 

@@ -196,6 +196,15 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "reassign": (
+        "reassign",
+        "move `nemesis.target_partition`'s replicas while clients write: one to a broker that "
+        "held none where there is one, else a new replica order (a new preferred leader); "
+        "`info` with where it stopped if not done in time",
+        "none: the partition stays where it was moved",
+        "plain",
+        "real",
+    ),
     "unclean-failover": (
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for "
@@ -258,6 +267,8 @@ EXPECTED_DOCKER_ONLY = {
     "wipe": "re-formats the broker's storage with the Docker kind's cluster id",
     "corrupt": "edits a stopped broker's segment in its Docker volume",
     "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
+    "reassign": "the reassignment goes through kafka-trial's Java admin tool, built against "
+    "the Docker kind's Kafka jars",
 }
 
 EXPECTED_HARNESS_SIDE = ["app-kill", "app-pause", "app-restart", "client-pause"]
@@ -278,6 +289,7 @@ EXPECTED_FAULT_OPS = {
     "clock": "clock-reset",
     "restart": None,
     "elect-preferred": None,
+    "reassign": None,
     "elect-unclean": None,
     "app-kill": None,
     "app-restart": None,
@@ -343,6 +355,10 @@ EXPECTED_FAULT_TABLE = (
     "| `preferred-election` | elect each partition's preferred (first) replica leader where "
     "another broker leads; `info` where no leader moved | none: leadership stays where the "
     "election put it |\n"
+    "| `reassign` | move `nemesis.target_partition`'s replicas while clients write: one to a "
+    "broker that held none where there is one, else a new replica order (a new preferred "
+    "leader); `info` with where it stopped if not done in time | none: the partition stays "
+    "where it was moved |\n"
     "| `unclean-failover` | claims C2/C5 as one sequence: cut the followers' fetch links, wait "
     "for ISR = {leader}, keep writing, kill the leader, elect a follower uncleanly | start the "
     "old leader |\n"
@@ -360,6 +376,11 @@ EXPECTED_FAULT_TABLE = (
     "the heal) |\n"
     "| `app-partition` | cut one instance of the application off every broker: the Toxiproxy "
     "proxies of its client lane disabled | enable them |"
+)
+
+_VIA_ADMIN_TOOL = (
+    "the reassignment goes through kafka-trial's Java admin tool, built against the Docker "
+    "kind's Kafka jars"
 )
 
 EXPECTED_REFUSALS = {
@@ -466,6 +487,12 @@ EXPECTED_REFUSALS = {
         "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
         "k8s": None,
     },
+    "reassign": {
+        "docker": None,
+        "ssh": _VIA_ADMIN_TOOL,
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": _VIA_ADMIN_TOOL,
+    },
     "unclean-failover": {
         "docker": None,
         "ssh": None,
@@ -529,6 +556,7 @@ EXPECTED_BUILT = {
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
+    "reassign": "Reassign(topic='trial', partition=0, settle_s=90.0, name='reassign')",
     "unclean-failover": "UncleanFailover(topic='trial', partition=0, hold_s=8.0, "
     "name='unclean-failover')",
     "last-replica-power-loss": "LastReplicaStanding(topic='trial', partition=0, hold_s=8.0, "
@@ -558,6 +586,7 @@ EXPECTED_BUILDERS_ORDER = [
     "corrupt",
     "rolling-restart",
     "preferred-election",
+    "reassign",
     "unclean-failover",
     "last-replica-power-loss",
     "app-kill",

@@ -73,6 +73,7 @@ def test_the_wheel_holds_only_kafka_trial(wheel: Path) -> None:
     # Build contexts and Spark's logging config ship as package data.
     assert "kafka_trial/dockerfiles/kafka/Dockerfile" in names
     assert "kafka_trial/dockerfiles/toxiproxy/Dockerfile" in names
+    assert "kafka_trial/dockerfiles/admin/KafkaTrialAdmin.java" in names
     # kt-lazyfs's Go source: an installed kafka-trial builds the filesystem from it.
     assert {"kafka_trial/lazyfs/go.mod", "kafka_trial/lazyfs/go.sum"} <= set(names)
     assert "kafka_trial/lazyfs/main.go" in names
@@ -89,7 +90,7 @@ def test_the_installed_copy_works_outside_the_checkout(installed: Path, tmp_path
     assert {n for n in added if not n.endswith(".dist-info")} == {"kafka_trial"}
     code = (
         "import kafka_trial, kafka_trial.cluster.images as im, kafka_trial.harness.cli;"
-        "print(kafka_trial.__file__); print(im._docker_dir()); print(im._lazyfs_dir())"
+        "print(kafka_trial.__file__); print(im.docker_dir()); print(im._lazyfs_dir())"
     )
     r = subprocess.run(
         [str(installed / "bin" / "python"), "-c", code],

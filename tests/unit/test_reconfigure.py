@@ -108,3 +108,51 @@ def test_the_report_says_what_each_did() -> None:
     )
     said = effect("elect-preferred", "ok", {"elected": {"0": {"from": 2, "to": 1}}})
     assert said == "partition 0: leader 2 -> 1"
+    said = effect("reassign", "ok", {"from": [3, 1], "to": [2, 1], "took_s": 2.1})
+    assert said == "replicas [3, 1] -> [2, 1] in 2.1 s"
+
+
+def test_a_reassignment_moves_a_replica_to_a_spare_broker_or_reorders() -> None:
+    from kafka_trial.nemesis.reconfigure import target_replicas
+
+    for pick in range(20):
+        moved = target_replicas((1, 2), [1, 2, 3], pick)
+        assert len(moved) == 2 and 3 in moved and len(set(moved)) == 2
+        turned = target_replicas((1, 2, 3), [1, 2, 3], pick)
+        assert sorted(turned) == [1, 2, 3] and turned != [1, 2, 3]
+    assert target_replicas((1, 2, 3), [1, 2, 3], 4) == target_replicas((1, 2, 3), [1, 2, 3], 4)
+
+
+def test_a_reassignment_records_where_the_partition_went(tmp_path) -> None:
+    cluster = FakeCluster(brokers=4)
+    cluster.assignments[0] = (1, 2, 3)
+    nem, history = _nemesis(tmp_path, cluster, "reassign")
+    assert nem.apply("reassign", pick=3).ok
+    ((_, (topic, partition, target)),) = [c for c in cluster.calls if c[0] == "reassign"]
+    assert (topic, partition) == ("trial", 0) and 4 in target
+    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    assert done.value["from"] == [1, 2, 3] and done.value["to"] == list(target)
+    assert done.value["moved_to"] == [4]
+
+
+@dataclass
+class _StuckCluster(FakeCluster):
+    """Accepts the reassignment and never completes it."""
+
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        self._verb("reassign", (topic, partition, tuple(replicas)))
+
+    def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
+        return {0: {"replicas": [1, 2, 3, 4], "adding": [4], "removing": [3]}}
+
+
+def test_a_reassignment_that_does_not_complete_is_info_with_where_it_stopped(tmp_path) -> None:
+    from kafka_trial.nemesis.reconfigure import Reassign
+
+    cluster = _StuckCluster(brokers=4)
+    cluster.assignments[0] = (1, 2, 3)
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    nem = Nemesis(cluster, history, NemesisSpec(), "trial")
+    assert not nem.apply(Reassign("trial", 0, settle_s=0.1), pick=3).ok
+    (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
+    assert "not at" in (info.error or "") and "'adding': [4]" in (info.error or "")

@@ -134,6 +134,18 @@ class ClusterControl(Protocol):
         """Ask the controller for one election; raises if it refuses."""
         ...
 
+    # packets (the Docker kind: rules in a node's network namespace)
+    def add_packet_fault(
+        self, node: int, kind: str, probability: float, kbit: int
+    ) -> dict[str, Any]:
+        """Lose or duplicate a share of the packets the node sends, or rate-limit them;
+        returns what was read back (the rules, or the qdisc). Raises if not made."""
+        ...
+
+    def clear_packet_faults(self, node: int) -> dict[str, Any]:
+        """Every packet rule and qdisc of the node gone; what they matched."""
+        ...
+
     # assignment
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
         """Ask the controller to move the partition's replicas (in this order: the

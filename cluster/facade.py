@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
+from kafka_trial.cluster import netns_faults
 from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.clocks import ClockProbe
@@ -32,6 +33,7 @@ from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.links import Link
 from kafka_trial.cluster.naming import CUT_TOXICS, client_listener
+from kafka_trial.cluster.netns_faults import PacketKind
 from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.cluster.provision import Provisioner
 from kafka_trial.cluster.segments import CorruptMode
@@ -53,6 +55,8 @@ class Cluster:
     images: Images
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     brokers: dict[int, Broker] = field(default_factory=dict)
+    # Nodes whose namespace holds packet rules now: a heal-all clears only these.
+    _packet_nodes: set[int] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._provision = Provisioner(
@@ -213,6 +217,26 @@ class Cluster:
     def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
         found = self._admin_tool().call(self.bootstrap, "reassignments", topic)
         return {int(p): r for p, r in found.items()}
+
+    def add_packet_fault(
+        self, node: int, kind: PacketKind, probability: float, kbit: int
+    ) -> dict[str, Any]:
+        peers = [self._address(j) for j in self.brokers if j != node]
+        self._packet_nodes.add(node)
+        return netns_faults.add(self._namespace(node), kind, probability, kbit, peers)
+
+    def clear_packet_faults(self, node: int) -> dict[str, Any]:
+        found = netns_faults.clear(self._namespace(node))
+        self._packet_nodes.discard(node)
+        return found
+
+    def _namespace(self, node: int) -> netns_faults.Namespace:
+        return netns_faults.Namespace(self.brokers[node].sidecar, node)
+
+    def _address(self, node: int) -> str:
+        sidecar = self.brokers[node].sidecar
+        sidecar.reload()
+        return str(sidecar.attrs["NetworkSettings"]["Networks"][self.network_name]["IPAddress"])
 
     def _admin_tool(self) -> AdminTool:
         return AdminTool.for_version(self.images.kafka_version)
@@ -403,6 +427,11 @@ class Cluster:
                 b.start()
             except (APIError, NotFound) as e:
                 errors.append(f"broker {b.node_id}: {e}")
+            if b.node_id in self._packet_nodes:  # no namespace holds rules otherwise
+                try:
+                    self.clear_packet_faults(b.node_id)
+                except (TrialError, RuntimeError, OSError) as e:
+                    errors.append(f"node {b.node_id}'s packet rules: {e}")
         if errors:
             raise RuntimeError("; ".join(errors))
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from kafka_trial.cluster import netfaults, netns_faults
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.freezer import unpause
 from kafka_trial.cluster.naming import API_PORT, LABEL, LABEL_HOST, LABEL_PID, LABEL_ROLE, LABEL_RUN
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
+from kafka_trial.contracts.errors import TrialError
 
 import docker
 
@@ -91,12 +95,30 @@ def remove_leftovers(
     return removed
 
 
+def _clear_packet_rules(sidecar: Container, problems: list[str]) -> int:
+    """A `packet` fault's rules live in the sidecar's namespace: a run killed during
+    one leaves them until the sidecar goes. 1 if some were there and are gone."""
+    if shutil.which("nsenter") is None or shutil.which("iptables") is None:
+        return 0  # no packet fault was ever made from this host
+    ns = netns_faults.Namespace(sidecar, 0)
+    try:
+        if not ns.run(netfaults.leftovers(netns_faults.INTERFACE), check=False).strip():
+            return 0
+        left = netns_faults.clear(ns).get("left")
+    except (TrialError, OSError, subprocess.SubprocessError) as e:
+        problems.append(f"{sidecar.name}'s packet rules: {e}")
+        return 0
+    if left:
+        problems.append(f"{sidecar.name}'s packet rules: still there: {left}")
+    return 1
+
+
 def heal_leftovers(run: str | None = None) -> str:
     """Reset every proxy and resume or start every broker that a run left behind
     (with `run`, that run's only), and resume its app instances a pause left frozen
     (a killed one stays down: its supervisor, which started it, is gone)."""
     client = ensure_engine()
-    healed_links = resumed = started = apps = 0
+    healed_links = resumed = started = apps = cleared = 0
     problems: list[str] = []
     label = f"{LABEL_RUN}={run}" if run else LABEL
     # Proxies first: a broker that starts behind a cut link cannot rejoin.
@@ -111,6 +133,7 @@ def heal_leftovers(run: str | None = None) -> str:
                     healed_links += 1
                 except ToxiproxyError as e:
                     problems.append(f"{c.name}: {e}")
+            cleared += _clear_packet_rules(c, problems)
         elif role == "broker":
             with contextlib.suppress(NotFound, APIError):
                 if c.status == "paused":
@@ -125,6 +148,8 @@ def heal_leftovers(run: str | None = None) -> str:
                 apps += 1
     msg = (
         f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
-        f"{started} brokers started" + (f", {apps} app instances resumed" if apps else "")
+        f"{started} brokers started"
+        + (f", {apps} app instances resumed" if apps else "")
+        + (f", packet rules cleared in {cleared} namespaces" if cleared else "")
     )
     return msg + ("" if not problems else "; problems: " + "; ".join(problems))

@@ -167,6 +167,17 @@ _INFOS = (
     ),
     # The sequences (failover.py): the leader's kill or power loss is what the heal
     # undoes; the links their first step cut are healed by a later step.
+    PackageInfo(
+        "packet",
+        "lose or duplicate a share (`nemesis.packet.probability`) of the packets the "
+        "targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules "
+        "or a tbf qdisc in each one's network namespace",
+        "remove them; the heal records how many packets they matched",
+        fault_op="packet",
+        heal_op="packet-heal",
+        docker_only="on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, "
+        "duplicate or bandwidth makes these on the node's own kernel",
+    ),
     # Reconfiguration as operators do it (nemesis/reconfigure.py): nothing to heal, each
     # step leaves the cluster whole or completes `info`.
     PackageInfo(
@@ -292,7 +303,10 @@ def toxic_refusal(toxic: str, kind: str) -> str | None:
     faults only a node's kernel makes, and Toxiproxy's stream toxics no kernel stands
     in for (cluster/netfaults.py owns both lists)."""
     if kind == "docker" and toxic in PACKET_TOXICS:
-        return f"{toxic} acts on packets, and Toxiproxy works on TCP streams; use cluster.kind ssh"
+        return (
+            f"{toxic} acts on packets, and Toxiproxy works on TCP streams; the `packet` "
+            "package loses or duplicates packets on this kind, and cluster.kind ssh has the rest"
+        )
     if kind == "ssh" and toxic in STREAM_TOXICS:
         return f"{toxic} is a Toxiproxy stream toxic, which a node's kernel cannot make"
     return None

@@ -284,6 +284,8 @@ TABLE: dict[str, _Builder | str] = {
     "clock": _clock,
     "kill-leader": _kill(hold=True, role="leader"),
     "isolate-broker": _partition("isolate-random"),
+    "packet": "NetworkChaos `loss`, `duplicate` and `bandwidth` on the broker pods are "
+    "the counterparts; not mapped yet",
     "rolling-restart": "waits for the ISR between brokers, and no Chaos Mesh resource waits "
     "on Kafka's state; Strimzi rolls a cluster itself when a pod annotation changes",
     "preferred-election": "an Admin API call, not a fault on a pod: "

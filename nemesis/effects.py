@@ -71,6 +71,14 @@ def _seen(x: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in x.items())
 
 
+def _packet(made: Any) -> str:
+    if not isinstance(made, dict):
+        return str(made)
+    if "qdisc" in made:
+        return str(made["qdisc"])
+    return f"{made.get('rules')} {made.get('kind')} rule(s), p={made.get('probability')}"
+
+
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
@@ -125,6 +133,17 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             f"broker {v.get('broker')} down {v.get('down_s')} s{led}; back in sync "
             f"{v.get('in_sync_after_s')} s after its start"
         )
+    if f == "packet" and isinstance(v.get("made"), dict):
+        parts += [f"broker {b}: {_packet(x)}" for b, x in sorted(v["made"].items())]
+    if isinstance(v.get("packets"), dict):
+        parts += [
+            f"broker {b}'s rate qdisc sent {x.get('shaped_packets')} packets"
+            f" ({x.get('overlimits')} held back)"
+            if "shaped_packets" in x
+            else f"broker {b}'s rules matched {x.get('matched_packets')} packets"
+            for b, x in sorted(v["packets"].items())
+            if isinstance(x, dict)
+        ]
     if f == "reassign" and "to" in v:
         parts.append(f"replicas {v.get('from')} -> {v.get('to')} in {v.get('took_s')} s")
     if f == "elect-preferred" and isinstance(v.get("elected"), dict):

@@ -22,6 +22,7 @@ from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
+from kafka_trial.nemesis.packets import PacketFault
 from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo, wait_until
@@ -613,6 +614,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
         t, n.target_partition, n.targets, n.clock.offsets_s, n.clock.strobe_ms, n.fault_s
     ),
     "corrupt": lambda n, t: Corrupt(t, n.target_partition, n.targets, n.corrupt_modes),
+    "packet": lambda n, t: PacketFault(t, n.target_partition, n.targets, n.packet),
     "rolling-restart": lambda n, t: RollingRestart(t),
     "preferred-election": lambda n, t: PreferredElection(t),
     "reassign": lambda n, t: Reassign(t, n.target_partition),

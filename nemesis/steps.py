@@ -31,6 +31,7 @@ class Undo:
         "resume-client",
         "resume-app",
         "uncut-app",
+        "clear-packets",
     ]
     node: int | None = None
     link: LinkId | None = None
@@ -83,12 +84,14 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     the reset; `resumed`: per client pid, the kernel's state of it after SIGCONT;
     `thawed`: per node, the freezer file written when the engine could not unpause
     the broker, cluster/freezer.py; `apps`: per app instance, what it showed once
-    resumed or reconnected, or "gone" when no instance of that index is registered)."""
+    resumed or reconnected, or "gone" when no instance of that index is registered;
+    `packets`: per node, how many packets its rules matched before they went)."""
     freed: dict[str, Any] = {}
     thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
     clients: dict[str, str] = {}
     apps: dict[str, Any] = {}
+    packets: dict[str, Any] = {}
     for u in undo:
         if u.verb in ("start", "resume") and u.node is not None:
             how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
@@ -108,6 +111,8 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             apps[str(u.app)] = APPS.resume(u.app) or "gone"
         elif u.verb == "uncut-app" and u.app is not None:
             apps[str(u.app)] = APPS.uncut(u.app) or "gone"
+        elif u.verb == "clear-packets" and u.node is not None:
+            packets[str(u.node)] = ctl.clear_packet_faults(u.node)
         else:
             raise ValueError(f"malformed undo action {u}")
     return (
@@ -116,6 +121,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         | ({"resumed": clients} if clients else {})
         | ({"thawed": thawed} if thawed else {})
         | ({"apps": apps} if apps else {})
+        | ({"packets": packets} if packets else {})
     )
 
 

@@ -34,6 +34,7 @@ class FakeCluster:
     dirty_bytes: int = 4096  # what each broker holds unfsynced when it loses power
     calls: list[tuple[str, object]] = field(default_factory=list)
     assignments: dict[int, tuple[int, ...]] = field(default_factory=dict)  # partition -> replicas
+    packet_faults: dict[int, str] = field(default_factory=dict)  # node -> kind
     # Paused brokers the engine cannot unpause: resuming them thaws their freezer.
     stuck_paused: set[int] = field(default_factory=set)
 
@@ -93,6 +94,7 @@ class FakeCluster:
             and not self.full
             and not self.clocks
             and not any(self.toxics.values())
+            and not self.packet_faults
             and self.await_in_sync(self.topic, 0)
             and len(self._live()) == self.brokers
         )
@@ -233,6 +235,16 @@ class FakeCluster:
         live = self._live()
         if live:
             self.leaders[partition] = live[0]
+
+    def add_packet_fault(self, node: int, kind: str, probability: float, kbit: int) -> dict:
+        self._verb("add_packet_fault", (node, kind))
+        self.packet_faults[node] = kind
+        return {"rules": 1, "kind": kind, "probability": probability}
+
+    def clear_packet_faults(self, node: int) -> dict:
+        self._verb("clear_packet_faults", node)
+        self.packet_faults.pop(node, None)
+        return {"matched_packets": 7}
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
         self._verb("reassign", (topic, partition, tuple(replicas)))

@@ -3,7 +3,7 @@
 
 from kafka_trial.contracts.spec.check import CheckSpec
 from kafka_trial.contracts.spec.cluster import ClientSpec, ClusterSpec, TopicSpec
-from kafka_trial.contracts.spec.nemesis import ClockSpec, DegradeSpec, NemesisSpec
+from kafka_trial.contracts.spec.nemesis import ClockSpec, DegradeSpec, NemesisSpec, PacketSpec
 from kafka_trial.contracts.spec.run import SPEC_FILE, RunSpec, read_spec
 from kafka_trial.contracts.spec.workloads import (
     AppSpec,
@@ -25,6 +25,7 @@ __all__ = [
     "DegradeSpec",
     "DrainSpec",
     "NemesisSpec",
+    "PacketSpec",
     "ProducerSpec",
     "RunSpec",
     "TopicSpec",

@@ -71,6 +71,17 @@ class ClockSpec(Frozen):
         return self
 
 
+class PacketSpec(Frozen):
+    """What `packet` does to the packets the targeted brokers send (Docker kind: rules
+    and a qdisc in each one's network namespace)."""
+
+    kind: Literal["loss", "duplicate", "rate"] = Field(
+        "loss", description="drop a share, clone a share to its peer, or a token-bucket rate"
+    )
+    probability: float = Field(0.2, gt=0, le=1, description="loss, duplicate: the share hit")
+    kbit: int = Field(256, ge=8, description="rate: the node's egress, kbit/s")
+
+
 class NemesisSpec(Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
     fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
@@ -86,6 +97,7 @@ class NemesisSpec(Frozen):
     )
     degrade: DegradeSpec = Field(default_factory=DegradeSpec)
     clock: ClockSpec = ClockSpec()
+    packet: PacketSpec = PacketSpec()
     corrupt_modes: tuple[Literal["bitflip", "truncate"], ...] = Field(
         ("bitflip", "truncate"),
         min_length=1,

@@ -7,12 +7,15 @@ import time
 import pytest
 from confluent_kafka import Producer
 from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.leftovers import heal_leftovers
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.cluster.toxiproxy import Toxic
 from kafka_trial.contracts.history import read_history
+from kafka_trial.contracts.spec.nemesis import PacketSpec
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
 from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
+from kafka_trial.nemesis.packets import PacketFault
 from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.recorder import NemesisRecorder
 
@@ -195,6 +198,66 @@ def test_a_reassignment_copies_a_partition_to_a_broker_that_held_none(
     (spare,) = done.value["moved_to"]
     assert spare not in before and spare in after.isr  # the new replica caught up
     cluster.delete_topics([topic])
+    healthy(cluster)
+
+
+RULES_SHOWN = "iptables -w -S KT-TRIAL; iptables -w -t mangle -S KT-TRIAL"
+
+
+def _in_namespace(cluster: Cluster, node: int, script: str) -> str:
+    return cluster._namespace(node).run(script, check=False)
+
+
+@pytest.mark.parametrize("kind", ["loss", "duplicate", "rate"])
+def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
+    cluster: Cluster, rec, kind: str
+) -> None:
+    packet = PacketSpec(kind=kind, probability=0.3, kbit=2048)
+    pkg = bind(PacketFault(TOPIC, 0, ("leader",), packet), cluster, rec)
+    pkg.fault(pick=0)
+    (node,) = last_ok(rec)["brokers"]
+    try:
+        rules = _in_namespace(
+            cluster, node, "iptables -w -S KT-TRIAL; iptables -w -t mangle -S KT-TRIAL"
+        )
+        qdisc = _in_namespace(cluster, node, "tc qdisc show dev eth0")
+        if kind == "rate":
+            assert "tbf" in qdisc and "7a71:" in qdisc, qdisc
+        else:
+            assert f"kt:packet-{node}" in rules and "statistic" in rules, rules
+        # Traffic the node sends: the followers' fetches it answers, a client's acks.
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(300):
+            producer.produce(TOPIC, str(i).encode(), partition=0)
+        assert producer.flush(60) == 0  # TCP carries the writes through lost packets
+    finally:
+        pkg.heal()
+    healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]
+    assert healed[-1].type == "ok", healed[-1]
+    cleared = healed[-1].value["packets"][str(node)]
+    assert "left" not in cleared, cleared
+    # What the fault verifiably did: its rules matched packets, or its qdisc sent them.
+    assert cleared["shaped_packets" if kind == "rate" else "matched_packets"] > 0, cleared
+    rules = _in_namespace(
+        cluster, node, "iptables -w -S KT-TRIAL; iptables -w -t mangle -S KT-TRIAL"
+    )
+    assert "kt:packet" not in rules and "7a71:" not in _in_namespace(
+        cluster, node, "tc qdisc show dev eth0"
+    )
+    healthy(cluster)
+
+
+def test_a_packet_fault_a_killed_run_left_is_cleared_by_heal(cluster: Cluster, rec) -> None:
+    """`kafka-trial heal` (and `finish`) know nothing of the dead run's faults: they find
+    the rules in the sidecars' namespaces themselves."""
+    pkg = bind(PacketFault(TOPIC, 0, ("all",), PacketSpec(kind="rate", kbit=4096)), cluster, rec)
+    pkg.fault(pick=0)
+    assert "7a71:" in _in_namespace(cluster, 1, "tc qdisc show dev eth0")
+    said = heal_leftovers(cluster.run_id)
+    assert f"packet rules cleared in {len(cluster.brokers)} namespaces" in said, said
+    for j in cluster.brokers:
+        assert "7a71:" not in _in_namespace(cluster, j, "tc qdisc show dev eth0")
+    pkg.heal()  # nothing left: the heal finds the namespaces clean
     healthy(cluster)
 
 

@@ -180,6 +180,15 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "packet": (
+        "packet",
+        "lose or duplicate a share (`nemesis.packet.probability`) of the packets the targeted "
+        "brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules or a tbf qdisc "
+        "in each one's network namespace",
+        "remove them; the heal records how many packets they matched",
+        "plain",
+        "real",
+    ),
     "rolling-restart": (
         "rolling-restart",
         "stop (SIGTERM: a controlled shutdown) and start each broker in turn, the next once "
@@ -267,6 +276,8 @@ EXPECTED_DOCKER_ONLY = {
     "wipe": "re-formats the broker's storage with the Docker kind's cluster id",
     "corrupt": "edits a stopped broker's segment in its Docker volume",
     "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
+    "packet": "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate or "
+    "bandwidth makes these on the node's own kernel",
     "reassign": "the reassignment goes through kafka-trial's Java admin tool, built against "
     "the Docker kind's Kafka jars",
 }
@@ -287,6 +298,7 @@ EXPECTED_FAULT_OPS = {
     "power-loss": "start",
     "disk-full": "disk-free",
     "clock": "clock-reset",
+    "packet": "packet-heal",
     "restart": None,
     "elect-preferred": None,
     "reassign": None,
@@ -306,6 +318,7 @@ EXPECTED_HEAL_OPS = [
     "disk-free",
     "heal",
     "heal-all",
+    "packet-heal",
     "restore",
     "resume",
     "start",
@@ -349,6 +362,10 @@ EXPECTED_FAULT_TABLE = (
     "faketime` | the true clock again |\n"
     "| `kill-leader` | SIGKILL the leader of `nemesis.target_partition` | start |\n"
     "| `isolate-broker` | `partition` with `isolate-random` only | restore |\n"
+    "| `packet` | lose or duplicate a share (`nemesis.packet.probability`) of the packets the "
+    "targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules or a tbf "
+    "qdisc in each one's network namespace | remove them; the heal records how many packets they "
+    "matched |\n"
     "| `rolling-restart` | stop (SIGTERM: a controlled shutdown) and start each broker in turn, "
     "the next once every partition of the run's topic is back in sync | none: each broker starts "
     "again in its own step |\n"
@@ -378,6 +395,10 @@ EXPECTED_FAULT_TABLE = (
     "proxies of its client lane disabled | enable them |"
 )
 
+_VIA_DEGRADE = (
+    "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate or bandwidth "
+    "makes these on the node's own kernel"
+)
 _VIA_ADMIN_TOOL = (
     "the reassignment goes through kafka-trial's Java admin tool, built against the Docker "
     "kind's Kafka jars"
@@ -475,6 +496,12 @@ EXPECTED_REFUSALS = {
         "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
         "k8s": None,
     },
+    "packet": {
+        "docker": None,
+        "ssh": _VIA_DEGRADE,
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": _VIA_DEGRADE,
+    },
     "rolling-restart": {
         "docker": None,
         "ssh": None,
@@ -553,6 +580,8 @@ EXPECTED_BUILT = {
     "offsets_s=(120, -120), strobe_ms=0, duration_s=8.0, name='clock')",
     "corrupt": "Corrupt(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
     "modes=('bitflip', 'truncate'), name='corrupt')",
+    "packet": "PacketFault(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
+    "packet=PacketSpec(kind='loss', probability=0.2, kbit=256), name='packet')",
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
@@ -584,6 +613,7 @@ EXPECTED_BUILDERS_ORDER = [
     "disk-full",
     "clock",
     "corrupt",
+    "packet",
     "rolling-restart",
     "preferred-election",
     "reassign",

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from kafka_trial.cluster import netns_faults
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.leftovers import heal_leftovers
 from kafka_trial.cluster.settings import TopicSpec
@@ -208,6 +209,13 @@ def _in_namespace(cluster: Cluster, node: int, script: str) -> str:
     return cluster._namespace(node).run(script, check=False)
 
 
+def _touched(cluster: Cluster, node: int, kind: str) -> int:
+    ns = cluster._namespace(node)
+    if kind == "rate":
+        return netns_faults.shaped(ns).get("shaped_packets", 0)
+    return netns_faults.matched(ns)
+
+
 @pytest.mark.parametrize("kind", ["loss", "duplicate", "rate"])
 def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
     cluster: Cluster, rec, kind: str
@@ -226,10 +234,15 @@ def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
         else:
             assert f"kt:packet-{node}" in rules and "statistic" in rules, rules
         # Traffic the node sends: the followers' fetches it answers, a client's acks.
+        # A random rule matches a share of it, so the writes go on until the kernel
+        # counts a match: one round of 300 writes can be a handful of packets to a
+        # peer, and all of them unmatched (0.7^8, one run in twenty).
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-        for i in range(300):
-            producer.produce(TOPIC, str(i).encode(), partition=0)
-        assert producer.flush(60) == 0  # TCP carries the writes through lost packets
+        deadline = time.monotonic() + 60
+        while not _touched(cluster, node, kind) and time.monotonic() < deadline:
+            for i in range(300):
+                producer.produce(TOPIC, str(i).encode(), partition=0)
+            assert producer.flush(60) == 0  # TCP carries the writes through lost packets
     finally:
         pkg.heal()
     healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]

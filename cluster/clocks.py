@@ -20,6 +20,8 @@ from kafka_trial.contracts.errors import TrialError
 
 PROBE_TOPIC = "kt-clock-probe"
 SAMPLES = 3
+# A producer that timed out this many records in a row is replaced (see _renew).
+RENEW_AFTER = 3
 
 
 @dataclass
@@ -27,6 +29,8 @@ class ClockProbe:
     nodes: list[int]
     bootstrap: Callable[[], str]
     admin: Callable[[], AdminClient]
+    # How a producer is made: a test gives one that answers as it is told.
+    make_producer: Callable[[dict[str, Any]], Producer] = Producer
     _producer: Producer | None = field(default=None, init=False)
     _made: bool = field(default=False, init=False)
 
@@ -61,7 +65,7 @@ class ClockProbe:
 
     def _get_producer(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer(
+            self._producer = self.make_producer(
                 {
                     "bootstrap.servers": self.bootstrap(),
                     "acks": "1",
@@ -83,11 +87,14 @@ class ClockProbe:
 
     def _sample(self, node: int, timeout_s: float) -> dict[str, Any]:
         self.ensure()
-        p = self._get_producer()
         part = self.nodes.index(node)
         deadline = time.monotonic() + timeout_s
         last = "no answer"
+        failures = 0
         while time.monotonic() < deadline:
+            if failures and failures % RENEW_AFTER == 0:
+                self._renew()
+            p = self._get_producer()
             got: list[Any] = []
             t0 = time.time()
             p.produce(
@@ -108,8 +115,28 @@ class ClockProbe:
                 last = f"timestamp type {kind}, not LogAppendTime"
             elif got:
                 last = str(got[0][0])
+            failures += 1
             time.sleep(0.5)
         raise TrialError(
-            f"broker {node}'s clock could not be measured: {last}",
+            f"broker {node}'s clock could not be measured after {failures} tries: {last}; "
+            f"{self._where(part)}",
             "the broker must be running and leading its clock probe partition",
         )
+
+    def _renew(self) -> None:
+        """A new producer: fresh metadata and connections. A restarted broker's probe
+        partition was leaderless for a while, and one CI run's producer timed out
+        every record to it for 90 s after the broker was back."""
+        if self._producer is not None:
+            self._producer.purge()
+            self._producer.flush(0)
+        self._producer = None
+
+    def _where(self, part: int) -> str:
+        """What the cluster says of the probe partition, for the error: its leader."""
+        try:
+            md = self.admin().list_topics(PROBE_TOPIC, timeout=5)
+            p = md.topics[PROBE_TOPIC].partitions[part]
+        except (KafkaException, KeyError) as e:
+            return f"its probe partition could not be described: {e}"
+        return f"probe partition {part}: leader {p.leader}, isr {list(p.isrs)}"

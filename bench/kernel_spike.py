@@ -13,6 +13,10 @@ alone, then with an empty kernel (Arrow transfer, Python workers), the kernel's 
 Last, with the spike's session stopped, a cold `kafka-trial analyze` of the last
 history. Without pandas, pandas_udf's driver-side guard is disabled (see below).
 
+Since the kernel landed (spark_analysis/checks/partition_kernel.py), (a) runs the
+package's own path, which for seven of these checks is that kernel: the queries it
+replaced are tests/query_checks.py. The spike stays as the record of the measurement.
+
 Generated histories have no poll anomalies; kernel_spike_mutate.py plants some (and
 values read outside their partition) in a copy, for --runs.
 """

@@ -143,23 +143,28 @@ class Cases(dict[str, Callable[[Case], Any]]):
         return register
 
 
-def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> dict[str, Judged]:
-    """Write every case into `path` and judge them in one pass of every check."""
-    from kafka_trial.spark_analysis.checks.runner import CHECKS, _tagged, _union_all
-    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
-    from kafka_trial.spark_analysis.read.history_frames import load
-
+def write_cases(path: Path, cases: dict[str, Callable[[Case], Any]]) -> dict[str, Case]:
+    """Every case, one after another, into one history at `path`."""
     h = HistoryWriter(path)
     made: dict[str, Case] = {}
     for n, (name, build) in enumerate(cases.items(), start=1):
         made[name] = Case(h, n)
         build(made[name])
     h.close()
+    return made
+
+
+def judge(spark: Any, path: Path, cases: dict[str, Callable[[Case], Any]]) -> dict[str, Judged]:
+    """Write every case into `path` and judge them in one pass of every check."""
+    from kafka_trial.spark_analysis.checks.runner import CHECKS, _union_all, tagged_checks
+    from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
+    from kafka_trial.spark_analysis.read.history_frames import load
+
+    made = write_cases(path, cases)
     by_n = {c.n: Judged(c) for c in made.values()}
     plan = AnalysisFrames(load(spark, str(path)))
     try:
-        tagged = [_tagged(name, fn(plan), unit) for name, (fn, unit) in CHECKS.items()]
-        for r in _union_all(tagged).collect():
+        for r in _union_all(tagged_checks(plan, CHECKS)).collect():
             row = json.loads(r["detail"])
             j = by_n[_which(row)]
             j.rows.setdefault(r["type"], []).append(row)

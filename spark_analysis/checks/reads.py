@@ -1,5 +1,5 @@
-"""Checks of each consumer's position: polls that go backwards or skip known
-offsets, across ops and within one."""
+"""Checks of each consumer's position: polls that skip known offsets, across ops and
+within one. (Polls that go backwards are checks/partition_kernel.py's.)"""
 
 from __future__ import annotations
 
@@ -46,6 +46,12 @@ def _rebalance_events(fr: AnalysisFrames) -> DataFrame:
     )
 
 
+def rebalance_events(fr: AnalysisFrames) -> DataFrame:
+    """`_rebalance_events`, computed once per analysis: the skips' window and the
+    per-partition kernel (checks/partition_pass.py) both start from it."""
+    return fr.shared("rebalance_events", lambda: _rebalance_events(fr))
+
+
 def _consecutive_reads(fr: AnalysisFrames) -> DataFrame:
     """Each judged read paired with the previous read of the same process and
     partition, within one assignment: a rebalance legitimately moves a consumer's
@@ -76,7 +82,7 @@ def _with_epoch_starts(fr: AnalysisFrames, reads: DataFrame) -> DataFrame:
     """`reads` less the exempt records, plus one row per rebalance event and topic
     that starts a new assignment of a partition."""
     # Computed once: exempt, moved and starts below each read it.
-    events = fr.shared("rebalance_events", lambda: _rebalance_events(fr))
+    events = rebalance_events(fr)
     exempt = (
         events.filter(F.col("exempt"))
         .select("process", F.col("at").alias("index"), "partition")
@@ -108,29 +114,6 @@ def _pairs(fr: AnalysisFrames, within_op: bool) -> DataFrame:
     same_op = F.col("prev_index") == F.col("index")
     return fr.shared("consecutive", lambda: _consecutive_reads(fr)).filter(
         same_op if within_op else ~same_op
-    )
-
-
-@check("nonmonotonic-poll")
-def nonmonotonic_poll(fr: AnalysisFrames) -> DataFrame:
-    """A consumer read an offset at or below one its previous read, in an earlier op,
-    had returned (no rebalance in assign mode; a replaced consumer has a new process id)."""
-    return (
-        _pairs(fr, within_op=False)
-        .filter(F.col("offset") <= F.col("prev_offset"))
-        .select(
-            "process", *TP, "prev_index", "prev_offset", "prev_value", "index", "offset", "value"
-        )
-    )
-
-
-@check("int-nonmonotonic-poll")
-def int_nonmonotonic_poll(fr: AnalysisFrames) -> DataFrame:
-    """Within one op, a record of a partition at or below the one just before it."""
-    return (
-        _pairs(fr, within_op=True)
-        .filter(F.col("offset") <= F.col("prev_offset"))
-        .select("index", "process", *TP, "prev_offset", "prev_value", "offset", "value")
     )
 
 

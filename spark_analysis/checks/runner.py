@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 
 # Importing the check modules registers their checks.
 from kafka_trial.spark_analysis.checks import app, groups, reads, writes  # noqa: F401
+from kafka_trial.spark_analysis.checks.partition_kernel import KERNEL_CHECKS
+from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
 from kafka_trial.spark_analysis.cycles import edges  # noqa: F401
 from kafka_trial.spark_analysis.facts.shared_frames import REGISTERED, AnalysisFrames, Check
 from kafka_trial.spark_analysis.read.history_frames import Frames
@@ -26,12 +28,15 @@ from pyspark.sql import functions as F
 
 EXAMPLES = 10  # witnesses per anomaly in results.json (the report shows them all)
 
-if set(REGISTERED) != set(ANOMALY_TYPES):
-    missing, extra = set(ANOMALY_TYPES) - set(REGISTERED), set(REGISTERED) - set(ANOMALY_TYPES)
-    raise ImportError(f"checks and the anomaly registry disagree: {missing=} {extra=}")
-# Name -> (check, unit), in the registry's order.
-CHECKS: dict[str, tuple[Check, str]] = {
-    name: (REGISTERED[name], ANOMALIES[name].unit) for name in ANOMALY_TYPES
+_OWNED = set(REGISTERED) | set(KERNEL_CHECKS)
+if set(ANOMALY_TYPES) != _OWNED or set(REGISTERED) & set(KERNEL_CHECKS):
+    missing, extra = set(ANOMALY_TYPES) - _OWNED, _OWNED - set(ANOMALY_TYPES)
+    both = set(REGISTERED) & set(KERNEL_CHECKS)
+    raise ImportError(f"checks and the anomaly registry disagree: {missing=} {extra=} {both=}")
+# Name -> (check, unit), in the registry's order; a check of the per-partition kernel
+# (partition_kernel.py) has None, its rows come from the one kernel pass.
+CHECKS: dict[str, tuple[Check | None, str]] = {
+    name: (REGISTERED.get(name), ANOMALIES[name].unit) for name in ANOMALY_TYPES
 }
 
 
@@ -44,6 +49,15 @@ def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
         # cycle, and the examples are the first rows in key order.
         key = F.lpad(F.col("first_op").cast("string"), 20, "0")
     return df.select(F.lit(name).alias("type"), key.alias("key"), detail.alias("detail"))
+
+
+def tagged_checks(fr: AnalysisFrames, names: Iterable[str]) -> list[DataFrame]:
+    """The named checks' rows as (type, key, detail), as `run_checks` counts them: one
+    frame per query check, one for all the kernel's."""
+    names = list(names)
+    out = [_tagged(n, check(fr), unit) for n in names for check, unit in [CHECKS[n]] if check]
+    in_kernel = tuple(n for n in names if CHECKS[n][0] is None)
+    return [*out, kernel_frame(fr, in_kernel)] if in_kernel else out
 
 
 def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -59,15 +73,24 @@ def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[st
 def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     tagged: list[DataFrame] = []
+    in_kernel: list[str] = []
     for name, (check, unit) in CHECKS.items():
         if skip and name in skip:
             out[name] = {"count": None, "unit": unit, "examples": [], "skipped": skip[name]}
             continue
+        out[name] = {"count": 0, "unit": unit, "examples": []}
+        if check is None:
+            in_kernel.append(name)
+            continue
         try:
             tagged.append(_tagged(name, check(fr), unit))
-            out[name] = {"count": 0, "unit": unit, "examples": []}
         except Exception as e:  # a check that cannot even be planned is unknown
             out[name] = _crashed(unit, e)
+    if in_kernel:
+        try:
+            tagged.append(kernel_frame(fr, tuple(in_kernel)))
+        except Exception as e:
+            out |= {n: _crashed(CHECKS[n][1], e) for n in in_kernel}
     if not tagged:
         return out
     try:
@@ -96,7 +119,7 @@ def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dic
             if out[name].get("count") is None:
                 continue
             try:
-                df = _tagged(name, check(fr), unit)
+                df = _tagged(name, check(fr), unit) if check else kernel_frame(fr, (name,))
                 out[name]["count"] = df.select("key").distinct().count()
                 rows = df.orderBy("key").limit(EXAMPLES).collect()
                 out[name]["examples"] = [json.loads(r["detail"]) for r in rows]

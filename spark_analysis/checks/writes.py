@@ -3,9 +3,7 @@ aborted and transactional reads (claims C1-C13)."""
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.checks.reads import known_between
 from kafka_trial.spark_analysis.facts.derived import (
-    acked_sends,
     committed_sends,
     drain_frontier,
     drain_values,
@@ -14,12 +12,11 @@ from kafka_trial.spark_analysis.facts.derived import (
     never_written_values,
     read_reach,
     read_values,
-    send_positions,
     version_order,
     writes,
 )
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
-from pyspark.sql import DataFrame, Window, WindowSpec
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 
@@ -80,16 +77,6 @@ def duplicate(fr: AnalysisFrames) -> DataFrame:
     )
 
 
-@check("inconsistent-offsets")
-def inconsistent_offsets(fr: AnalysisFrames) -> DataFrame:
-    return (
-        version_order(fr)
-        .groupBy(*TP, "offset")
-        .agg(F.sort_array(F.collect_set("value")).alias("values"))
-        .filter(F.size("values") > 1)
-    )
-
-
 @check("unexpected")
 def unexpected(fr: AnalysisFrames) -> DataFrame:
     reads = fr.reads.select("value", *TP, "offset")
@@ -104,82 +91,6 @@ def aborted_read(fr: AnalysisFrames) -> DataFrame:
     copier's re-copy, an application's resend) counts if any send was ok or info."""
     failed = never_written_values(fr)
     return fr.reads.join(failed, "value").select("value", *TP, "offset").distinct()
-
-
-def _acked_offsets_backwards(
-    fr: AnalysisFrames, w: WindowSpec, keys: list[str], of_clients: bool = False
-) -> DataFrame:
-    """Acknowledged sends whose offset is below the previous one's in window `w`
-    (adjacent pairs), with the previous send; `of_clients`: only sends that record
-    their client."""
-    acked = acked_sends(fr).filter(F.col("offset").isNotNull())
-    if of_clients:
-        acked = acked.filter(F.col("client").isNotNull())
-    return (
-        acked.withColumn("prev_value", F.lag("value").over(w))
-        .withColumn("prev_offset", F.lag("offset").over(w))
-        .filter(F.col("prev_offset") > F.col("offset"))
-        .select(*keys, *TP, "prev_value", "prev_offset", "value", "offset")
-    )
-
-
-@check("reorder")
-def reorder(fr: AnalysisFrames) -> DataFrame:
-    w = Window.partitionBy("process", *TP).orderBy("index", "pos")
-    return _acked_offsets_backwards(fr, w, ["process"])
-
-
-def _adjacent_sends(fr: AnalysisFrames) -> DataFrame:
-    """Each send of an op paired with the op's previous send to the same partition,
-    both at known positions (`send_positions`): `prev_value`, `prev_offset`, and
-    `offset`, where the send sits."""
-
-    def build() -> DataFrame:
-        w = Window.partitionBy("index", *TP).orderBy("pos")
-        return (
-            send_positions(fr)
-            .select("index", "process", *TP, "pos", "value", F.col("at").alias("offset"))
-            .withColumn("prev_value", F.lag("value").over(w))
-            .withColumn("prev_offset", F.lag("offset").over(w))
-            .filter(F.col("prev_offset").isNotNull())
-        )
-
-    return fr.shared("adjacent_sends", build)
-
-
-@check("int-nonmonotonic-send")
-def int_nonmonotonic_send(fr: AnalysisFrames) -> DataFrame:
-    """Within one op, a later send to a partition sits at a lower offset: its
-    acknowledged offset, or, where it has none, the offset at which reads found it."""
-    return (
-        _adjacent_sends(fr)
-        .filter(F.col("prev_offset") > F.col("offset"))
-        .select("index", "process", *TP, "prev_value", "prev_offset", "value", "offset")
-    )
-
-
-@check("int-send-skip")
-def int_send_skip(fr: AnalysisFrames) -> DataFrame:
-    """Within one op, two consecutive sends to a partition sit at offsets with a record
-    known between them (any record the version order holds: a transaction's aborted
-    record too, which is in the log all the same). Normal for a client with several
-    sends in flight beside other clients' (Jepsen allows it), so allowed by default."""
-    keys = ["index", "process", *TP, "prev_value", "prev_offset", "value", "offset"]
-    gaps = _adjacent_sends(fr).filter(F.col("offset") > F.col("prev_offset") + 1).select(*keys)
-    known = version_order(fr).select(
-        *TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value")
-    )
-    # A copy of one of the two sends' own values between them is no third record.
-    return known_between(gaps, keys, known, other_than=("prev_value", "value"))
-
-
-@check("client-reorder")
-def client_reorder(fr: AnalysisFrames) -> DataFrame:
-    """Claim C7: what one client was asked to send in order, in its produce() order
-    (`seq`), whichever of its processes asked. Sends that do not record their client
-    (other tools' histories, transactions) are not judged here."""
-    w = Window.partitionBy("client", *TP).orderBy("seq")
-    return _acked_offsets_backwards(fr, w, ["client"], of_clients=True)
 
 
 @check("torn-txn")

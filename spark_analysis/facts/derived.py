@@ -17,8 +17,8 @@ differential test holds the two together.
   send that must have committed whose offset is known.
 - `drain_frontier`: per partition, how far the final drain is proven to have read:
   its end markers and the records it returned.
-- `send_positions`: where each send sits in its partition: its own offset, or where
-  the version order holds its value.
+- Where each send sits in its partition (its own offset, or where the version order
+  holds its value) is the per-partition kernel's (checks/partition_kernel.py).
 - Read positions are columns of `reads`: (index, mpos, rpos) orders one op's records.
 """
 
@@ -155,30 +155,6 @@ def drain_frontier(fr: AnalysisFrames) -> DataFrame:
         )
 
     return fr.shared("drain_frontier", build)
-
-
-def send_positions(fr: AnalysisFrames) -> DataFrame:
-    """Sends with `at`, the offset the send sits at in its partition: its own offset if
-    it must have committed and the offset is known, else the lowest offset the version
-    order holds its value at there (as Jepsen orders one op's sends). Sends at no known
-    position are left out."""
-    sends = writes(fr).filter(F.col("partition").isNotNull())
-    own = F.when(F.col("must_commit"), F.col("offset"))
-    # Only the few sends without an offset of their own look themselves up, and what
-    # they find is a broadcast side: the sends are not sorted for a join.
-    wanted = sends.filter(own.isNull()).select("value").distinct()
-    found = (
-        version_order(fr)
-        .join(fr.small(wanted), "value", "left_semi")
-        .groupBy("value", *TP)
-        .agg(F.min("offset").alias("found"))
-    )
-    return (
-        sends.join(fr.small(found), ["value", *TP], "left")
-        .withColumn("at", F.coalesce(own, F.col("found")))
-        .filter(F.col("at").isNotNull())
-        .drop("found")
-    )
 
 
 def never_written_values(fr: AnalysisFrames) -> DataFrame:

@@ -116,8 +116,9 @@ def _spark_session(master: str, app: str, one_shot: bool) -> SparkSession:
         # thirds of an analysis's ~14,000, each waiting for a busy JVM's thread.
         "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
+    fresh = SparkContext._active_spark_context is None
     try:
-        if SparkContext._active_spark_context is None:
+        if fresh:
             _launch_context(SparkConf().setAll(options.items()))
         spark = SparkSession.builder.config(map=options).getOrCreate()
     except Exception as e:
@@ -126,7 +127,26 @@ def _spark_session(master: str, app: str, one_shot: bool) -> SparkSession:
             "check --spark-master (local[*] or spark://HOST:7077) and that Java 17+ is installed",
         ) from None
     spark.sparkContext.setLogLevel("ERROR")
+    if fresh:
+        warm_python_workers(spark)
     return spark
+
+
+def warm_python_workers(spark: SparkSession) -> threading.Thread:
+    """Start Spark's Python workers now, on a thread, with one Arrow function over
+    nothing much: the per-partition checks run as one (checks/partition_pass.py), and
+    workers that start on it cost seconds more, then, than while the JVM parses."""
+
+    def run() -> None:
+        try:
+            rows = spark.range(0, 2, 1, 2)
+            rows.groupBy("id").applyInArrow(lambda k, t: t, "id long").collect()
+        except Exception as e:  # the checks start them themselves, and say what fails
+            log(f"warming Spark's Python workers failed: {str(e).splitlines()[0][:200]}")
+
+    t = threading.Thread(target=run, name="spark-python-workers", daemon=True)
+    t.start()
+    return t
 
 
 def prestart(master: str = "local[*]", one_shot: bool = False) -> threading.Thread:

@@ -10,11 +10,13 @@ alone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from kafka_trial.checkers.results import AnomalyResult
 from kafka_trial.spark_analysis.checks import reads as checks_reads
+from kafka_trial.spark_analysis.checks.runner import tagged_checks
 from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.read.history_frames import load
@@ -203,7 +205,8 @@ def test_rebalance_partitions_from_the_columnar_rows(spark, tmp_path: Path) -> N
     try:
         want = sorted(map(tuple, from_json.rebalances.collect()))
         got = sorted(map(tuple, from_parquet.rebalances.collect()))
-        back = checks_reads.nonmonotonic_poll(from_parquet).collect()
+        (kernel,) = tagged_checks(from_parquet, ["nonmonotonic-poll"])
+        back = [json.loads(r["detail"]) for r in kernel.collect()]
     finally:
         from_json.release()
         from_parquet.release()

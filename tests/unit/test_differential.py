@@ -50,27 +50,21 @@ def spark_results(spark: Any, path: Path) -> dict[int, dict[str, set[Any]]]:
     """history -> check -> keys, from every row of the covered Spark checks, in one job."""
     from functools import reduce
 
-    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.checks.runner import tagged_checks
     from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
     from kafka_trial.spark_analysis.read.history_frames import load
     from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
 
     plan = AnalysisFrames(load(spark, str(path)))
-    tagged = [
-        CHECKS[name][0](plan).select(
-            F.lit(name).alias("check"), F.to_json(F.struct("*")).alias("row")
-        )
-        for name in ref.CHECKED
-    ]
+    tagged = tagged_checks(plan, ref.CHECKED)
     rows = reduce(DataFrame.unionByName, tagged).collect()
     plan.release()
     out: dict[int, dict[str, set[Any]]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
         # to_json leaves out null fields.
-        row: dict[str, Any] = defaultdict(lambda: None, json.loads(r["row"]))
-        i, key = spark_keys(r["check"], row)
-        out[i][r["check"]].add(key)
+        row: dict[str, Any] = defaultdict(lambda: None, json.loads(r["detail"]))
+        i, key = spark_keys(r["type"], row)
+        out[i][r["type"]].add(key)
     return out
 
 

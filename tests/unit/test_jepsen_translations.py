@@ -370,10 +370,9 @@ def _judge(spark: Any, path: Path, translations: dict[str, Any]) -> dict[str, Ju
     """Every translation written into one history, translation n as J(h, n) writes it
     (topic j{n}, processes 100n + k), every check's rows given back to the translation
     they name, beside what tests/reference_checker.py finds in its ops."""
-    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.checks.runner import CHECKS, tagged_checks
     from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
     from kafka_trial.spark_analysis.read.history_frames import load
-    from pyspark.sql import functions as F
 
     h = HistoryWriter(path)
     made = {}
@@ -386,10 +385,10 @@ def _judge(spark: Any, path: Path, translations: dict[str, Any]) -> dict[str, Ju
     plan = AnalysisFrames(load(spark, str(path)))
     rows: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     try:
-        for check, (fn, _) in CHECKS.items():
-            for r in fn(plan).select(F.to_json(F.struct("*")).alias("r")).collect():
-                row = json.loads(r["r"])
-                rows[_which(row, process_of)][check].append(row)
+        for df in tagged_checks(plan, CHECKS):
+            for r in df.collect():
+                row = json.loads(r["detail"])
+                rows[_which(row, process_of)][r["type"]].append(row)
     finally:
         plan.release()
     ops: dict[int, list[dict[str, Any]]] = defaultdict(list)

@@ -1,0 +1,362 @@
+"""The per-partition checks as one vectorised function: every check whose question is
+about one (topic, partition)'s version order, its sends' order or its readers'
+positions, computed at once from that partition's rows (numpy and pyarrow).
+
+This module runs in Spark's Python workers, where it is shipped by value
+(partition_pass.py registers it): it imports nothing of kafka_trial, so a worker of a
+standalone cluster needs only Spark's own Arrow dependencies. Each check emits the
+rows the query it replaced emitted, as (type, key, detail): `detail` is the row as
+Spark's `to_json` writes it (columns in order, nulls left out), and `key` is what
+`checks/runner.py` counts distinct (the detail itself: no check here counts values).
+
+Input rows (`src`): "s" a send with `must_commit` (facts/derived.py's `writes`), "r" a
+record some poll returned whatever its op's outcome (`polled`). The rebalance events
+of the whole history come in `Config`: few, and named by partition number only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+KERNEL_CHECKS = (
+    "inconsistent-offsets",
+    "reorder",
+    "client-reorder",
+    "nonmonotonic-poll",
+    "int-nonmonotonic-poll",
+    "int-nonmonotonic-send",
+    "int-send-skip",
+)
+OUT_SCHEMA = "type string, key string, detail string"
+_OUT = pa.schema([("type", pa.string()), ("key", pa.string()), ("detail", pa.string())])
+NULL = np.iinfo(np.int64).min  # a null long, in the int64 arrays the kernel works on
+
+
+@dataclass(frozen=True)
+class Config:
+    """What every partition's kernel needs from the whole history: the checks to run,
+    and the rebalance events (process, partition number, `at`: the op from which the
+    new assignment holds, `exempt`: whether `at` is a poll whose records of that
+    partition are not judged), as checks/reads.py's `_rebalance_events` finds them."""
+
+    checks: tuple[str, ...]
+    events: tuple[tuple[str, int, int, bool], ...] = ()
+    _by_part: dict[int, list[tuple[str, int, bool]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def events_of(self, partition: int | None) -> list[tuple[str, int, bool]]:
+        if not self._by_part and self.events:
+            for proc, part, at, exempt in self.events:
+                self._by_part.setdefault(part, []).append((proc, at, exempt))
+        return self._by_part.get(partition, []) if partition is not None else []
+
+
+def _json(row: dict[str, Any]) -> str:
+    """A row as Spark's to_json writes a struct: compact, nulls left out."""
+    return json.dumps(
+        {k: v for k, v in row.items() if v is not None}, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def _longs(t: pa.Table, name: str) -> np.ndarray:
+    return np.asarray(pc.fill_null(t[name], NULL).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _py(x: Any) -> Any:
+    """A numpy scalar as JSON writes it; the null sentinel as None."""
+    if isinstance(x, np.integer):
+        return None if x == NULL else int(x)
+    return x
+
+
+class Part:
+    """One partition's rows, split by source, as columns."""
+
+    def __init__(self, topic: str | None, partition: int | None, t: pa.Table) -> None:
+        self.topic, self.partition = topic, partition
+        src = t["src"]
+        self.sends = t.filter(pc.equal(src, "s"))
+        self.polled = t.filter(pc.equal(src, "r"))
+
+    def tp(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition}
+
+
+def _emit(out: list[tuple[str, str]], name: str, rows: Iterator[dict[str, Any]]) -> None:
+    for r in rows:
+        out.append((name, _json(r)))
+
+
+# --- the version order and what it says of offsets ------------------------------------
+
+
+def version_order(p: Part) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, values) of derived.version_order in this partition, distinct, sorted
+    by offset then value (a null value, NULL, first). Every polled record, and every
+    send that must have committed at a known offset (a send of unknown partition is
+    in no partition's order)."""
+    offs = [_longs(p.polled, "offset"), np.empty(0, np.int64)]
+    vals = [_longs(p.polled, "value"), np.empty(0, np.int64)]
+    if p.partition is not None:
+        s = p.sends
+        keep = np.asarray(pc.fill_null(s["must_commit"], False)) & (_longs(s, "offset") != NULL)
+        offs[1], vals[1] = _longs(s, "offset")[keep], _longs(s, "value")[keep]
+    o, v = np.concatenate(offs), np.concatenate(vals)
+    known = o != NULL  # a join on a null offset matches nothing; distinct keeps it apart
+    pairs = np.unique(np.stack([o[known], v[known]]), axis=1) if known.any() else None
+    if pairs is None:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return pairs[0], pairs[1]
+
+
+def inconsistent_offsets(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]:
+    offs, vals = vo
+    real = vals != NULL  # collect_set leaves out nulls
+    o, v = offs[real], vals[real]
+    if not len(o):
+        return
+    starts = np.flatnonzero(np.r_[True, o[1:] != o[:-1]])
+    ends = np.r_[starts[1:], len(o)]
+    for a, b in zip(starts, ends, strict=True):
+        if b - a > 1:
+            yield {**p.tp(), "offset": int(o[a]), "values": [int(x) for x in v[a:b]]}
+
+
+# --- sends in the order they were asked for -------------------------------------------
+
+
+def _lagged(order: list[np.ndarray], group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sort (np.lexsort of `order`, last key first) and, for each sorted row after
+    the first of its group, True where the previous row is of the same group."""
+    idx = np.lexsort(order[::-1]) if len(group) else np.empty(0, np.int64)
+    g = group[idx]
+    same = np.r_[False, g[1:] == g[:-1]] if len(g) else np.empty(0, bool)
+    return idx, same
+
+
+def _codes(col: pa.ChunkedArray) -> np.ndarray:
+    """Strings as integers, equal for equal strings (null its own code)."""
+    enc = pc.fill_null(col, "\x00null").dictionary_encode().combine_chunks()
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def offsets_backwards(p: Part, who: str) -> Iterator[dict]:
+    """reorder (who: process, by index and pos) or client-reorder (who: client, by seq):
+    an acknowledged send at an offset below the previous acknowledged one's."""
+    s = p.sends
+    acked = (
+        np.asarray(pc.fill_null(s["must_commit"], False))
+        & np.asarray(pc.fill_null(pc.equal(s["outcome"], "ok"), False))
+        & (_longs(s, "offset") != NULL)
+    )
+    if who == "client":
+        acked &= _longs(s, "client") != NULL
+    s = s.filter(pa.array(acked))
+    if not s.num_rows:
+        return
+    group = _codes(s["process"]) if who == "process" else _longs(s, "client")
+    order = (
+        [group, _longs(s, "index"), _longs(s, "pos")]
+        if who == "process"
+        else [
+            group,
+            _longs(s, "seq"),
+        ]
+    )
+    idx, same = _lagged(order, group)
+    off, val = _longs(s, "offset")[idx], _longs(s, "value")[idx]
+    hit = np.flatnonzero(same & np.r_[False, off[:-1] > off[1:]])
+    names = s[who].take(pa.array(idx[hit])).to_pylist() if len(hit) else []
+    for k, i in enumerate(hit):
+        yield {
+            who: names[k],
+            **p.tp(),
+            "prev_value": _py(val[i - 1]),
+            "prev_offset": _py(off[i - 1]),
+            "value": _py(val[i]),
+            "offset": _py(off[i]),
+        }
+
+
+def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]:
+    """int-nonmonotonic-send and int-send-skip: each send at its own offset if it must
+    have committed, else at the lowest offset the version order holds its value at
+    here (sends at no known position left out); one op's consecutive sends to the
+    partition (by pos) as pairs. Yields (name, row)."""
+    s = p.sends
+    if p.partition is None or not s.num_rows:
+        return
+    off, val = _longs(s, "offset"), _longs(s, "value")
+    own = np.where(np.asarray(pc.fill_null(s["must_commit"], False)), off, NULL)
+    at = own.copy()
+    vo_off, vo_val = vo
+    lookup = (own == NULL) & (val != NULL)
+    if lookup.any() and len(vo_off):
+        # The version order is sorted by offset: the first of a value is its lowest.
+        first: dict[int, int] = {}
+        for o, v in zip(vo_off.tolist(), vo_val.tolist(), strict=True):
+            first.setdefault(v, o)
+        at[lookup] = [first.get(v, NULL) for v in val[lookup].tolist()]
+    placed = np.flatnonzero(at != NULL)
+    index, pos = _longs(s, "index")[placed], _longs(s, "pos")[placed]
+    idx, same = _lagged([index, pos], index)
+    rows = placed[idx]
+    a, v = at[rows], val[rows]
+    procs = s["process"].take(pa.array(rows)).to_pylist() if len(rows) else []
+    for i in np.flatnonzero(same).tolist():
+        row = {
+            "index": int(index[idx][i]),
+            "process": procs[i],
+            **p.tp(),
+            "prev_value": _py(v[i - 1]),
+            "prev_offset": _py(a[i - 1]),
+            "value": _py(v[i]),
+            "offset": _py(a[i]),
+        }
+        if a[i - 1] > a[i]:
+            yield "int-nonmonotonic-send", row
+        elif a[i] > a[i - 1] + 1:
+            skipped = _known_between(vo, a[i - 1], a[i], (v[i - 1], v[i]))
+            if skipped is not None:
+                yield "int-send-skip", row | skipped
+
+
+def _known_between(
+    vo: tuple[np.ndarray, np.ndarray], lo: int, hi: int, other_than: tuple[int, ...]
+) -> dict[str, list[int]] | None:
+    """checks/reads.py's known_between for one gap: the version order's records
+    strictly between `lo` and `hi`, but for copies of `other_than` (null equal to null)."""
+    offs, vals = vo
+    a, b = np.searchsorted(offs, lo, "right"), np.searchsorted(offs, hi, "left")
+    o, v = offs[a:b], vals[a:b]
+    keep = ~np.isin(v, np.asarray(other_than, dtype=np.int64))
+    if not keep.any():
+        return None
+    return {
+        "skipped_values": sorted({int(x) for x in v[keep] if x != NULL}),
+        "skipped_offsets": sorted({int(x) for x in o[keep]}),
+    }
+
+
+# --- readers' positions ---------------------------------------------------------------
+
+_POLL_COLS = ("index", "mpos", "rpos", "offset", "value")
+
+
+def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray]]:
+    """checks/reads.py's reads of poll ops, less the records exempt by a rebalance, and
+    one start row (rpos -1, no offset) per event that starts a new assignment of this
+    partition for a process that read it: (process names, columns)."""
+    r = p.polled
+    ok = pc.and_(pc.equal(r["type"], "ok"), pc.equal(r["f"], "poll"))
+    r = r.filter(pc.fill_null(ok, False))
+    procs = r["process"].to_pylist()
+    cols = {c: _longs(r, c) for c in _POLL_COLS}
+    events = cfg.events_of(p.partition)
+    if not events:
+        return procs, cols
+    exempt = {(proc, at) for proc, at, ex in events if ex}
+    keep = np.array(
+        [(pr, i) not in exempt for pr, i in zip(procs, cols["index"].tolist(), strict=True)],
+        dtype=bool,
+    )
+    procs = [pr for pr, k in zip(procs, keep.tolist(), strict=True) if k]
+    cols = {c: a[keep] for c, a in cols.items()}
+    readers = set(procs)
+    starts = [(proc, at) for proc, at, _ in events if proc in readers]
+    if starts:
+        procs = procs + [proc for proc, _ in starts]
+        add = {
+            "index": [at for _, at in starts],
+            "mpos": [-1] * len(starts),
+            "rpos": [-1] * len(starts),
+        }
+        for c in _POLL_COLS:
+            extra = np.asarray(add.get(c, [NULL] * len(starts)), dtype=np.int64)
+            cols[c] = np.concatenate([cols[c], extra])
+    return procs, cols
+
+
+def poll_order(p: Part, cfg: Config) -> Iterator[tuple[str, dict]]:
+    """nonmonotonic-poll and int-nonmonotonic-poll: a read at or below its process's
+    previous read of the partition, in an earlier op or in the same one."""
+    procs, c = _judged_reads(p, cfg)
+    if not procs:
+        return
+    names = np.asarray(procs, dtype=object)
+    group = _codes(pa.chunked_array([pa.array(procs, pa.string())]))
+    idx, same = _lagged([group, c["index"], c["mpos"], c["rpos"]], group)
+    off, val, index, rpos = (c[k][idx] for k in ("offset", "value", "index", "rpos"))
+    prev = np.r_[0, np.arange(len(idx) - 1)]
+    pairs = same & (rpos >= 0) & (rpos[prev] >= 0) & (off[prev] != NULL)
+    back = pairs & (off != NULL) & (off <= off[prev])
+    for i in np.flatnonzero(back).tolist():
+        j = i - 1
+        if index[i] != index[j]:
+            yield (
+                "nonmonotonic-poll",
+                {
+                    "process": names[idx[i]],
+                    **p.tp(),
+                    "prev_index": _py(index[j]),
+                    "prev_offset": _py(off[j]),
+                    "prev_value": _py(val[j]),
+                    "index": _py(index[i]),
+                    "offset": _py(off[i]),
+                    "value": _py(val[i]),
+                },
+            )
+        else:
+            yield (
+                "int-nonmonotonic-poll",
+                {
+                    "index": _py(index[i]),
+                    "process": names[idx[i]],
+                    **p.tp(),
+                    "prev_offset": _py(off[j]),
+                    "prev_value": _py(val[j]),
+                    "offset": _py(off[i]),
+                    "value": _py(val[i]),
+                },
+            )
+
+
+# --- the kernel -----------------------------------------------------------------------
+
+
+def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
+    """Every check of `cfg.checks` for one (topic, partition): its anomaly rows."""
+    p = Part(_scalar(key[0]), _scalar(key[1]), t)
+    want = set(cfg.checks)
+    out: list[tuple[str, str]] = []
+    vo = version_order(p)
+    if "inconsistent-offsets" in want:
+        _emit(out, "inconsistent-offsets", inconsistent_offsets(p, vo))
+    for name, who in (("reorder", "process"), ("client-reorder", "client")):
+        if name in want:
+            _emit(out, name, offsets_backwards(p, who))
+    for name, row in (*send_positions(p, vo), *poll_order(p, cfg)):
+        if name in want:
+            out.append((name, _json(row)))
+    types = [n for n, _ in out]
+    details = [d for _, d in out]
+    return pa.Table.from_arrays(
+        [
+            pa.array(types, pa.string()),
+            pa.array(details, pa.string()),
+            pa.array(details, pa.string()),
+        ],
+        schema=_OUT,
+    )
+
+
+def _scalar(x: Any) -> Any:
+    return x.as_py() if isinstance(x, pa.Scalar) else x

@@ -1,0 +1,75 @@
+"""The one pass behind the per-partition checks: the sends and the polled records
+shuffled once by (topic, partition), and partition_kernel.py's function applied to
+each partition as Arrow (`applyInArrow`). What spans partitions comes in beforehand:
+`must_commit` on each send (facts/derived.py's `writes`) and the rebalance events, a
+few rows collected to the driver and shipped with the function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from kafka_trial.spark_analysis.checks import partition_kernel
+from kafka_trial.spark_analysis.checks.partition_kernel import OUT_SCHEMA, Config, kernel
+from kafka_trial.spark_analysis.checks.reads import rebalance_events
+from kafka_trial.spark_analysis.facts.derived import writes
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
+from pyspark import cloudpickle
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+# Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
+cloudpickle.register_pickle_by_value(partition_kernel)
+
+_LONGS = ("partition", "value", "offset", "index", "pos", "client", "seq", "mpos", "rpos")
+
+
+def kernel_input(fr: AnalysisFrames) -> DataFrame:
+    """The kernel's rows: "s" every send with must_commit, "r" every polled record."""
+    sends = writes(fr).select(
+        F.lit("s").alias("src"),
+        *TP,
+        "value",
+        "offset",
+        "index",
+        "process",
+        "pos",
+        "f",
+        "outcome",
+        "client",
+        "seq",
+        "must_commit",
+    )
+    polled = fr.polled.select(
+        F.lit("r").alias("src"),
+        *TP,
+        "value",
+        "offset",
+        "index",
+        "process",
+        "mpos",
+        "rpos",
+        "f",
+        "type",
+    )
+    rows = sends.unionByName(polled, allowMissingColumns=True)
+    # One integer type for every number: the kernel fills nulls with int64's minimum.
+    return rows.select(*[F.col(c).cast("long") if c in _LONGS else F.col(c) for c in rows.columns])
+
+
+def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
+    """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
+    events: tuple[tuple[str, int, int, bool], ...] = ()
+    if fr.rebalanced and {"nonmonotonic-poll", "int-nonmonotonic-poll"} & set(checks):
+        got = rebalance_events(fr).collect()
+        events = tuple(
+            (r["process"], int(r["partition"]), int(r["at"]), bool(r["exempt"]))
+            for r in got
+            if r["partition"] is not None and r["at"] is not None
+        )
+    cfg = Config(tuple(checks), events)
+
+    def per_partition(key: tuple[Any, ...], t: pa.Table) -> pa.Table:
+        return kernel(cfg, key, t)
+
+    return kernel_input(fr).groupBy(*TP).applyInArrow(per_partition, OUT_SCHEMA)

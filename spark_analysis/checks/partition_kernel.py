@@ -9,8 +9,10 @@ rows the query it replaced emitted, as (type, key, detail): `detail` is the row 
 Spark's `to_json` writes it (columns in order, nulls left out), and `key` is what
 `checks/runner.py` counts distinct (the detail itself: no check here counts values).
 
-Input rows (`src`): "s" a send with `must_commit` (facts/derived.py's `writes`), "r" a
-record some poll returned whatever its op's outcome (`polled`). The rebalance events
+Input rows (`is_send`): a send with `must_commit` (facts/derived.py's `writes`) and
+`acked` (must_commit and ok), or a record some poll returned whatever its op's outcome
+(`polled`) with `judged` (an ok poll op's: a read whose position counts). Flags, not
+the strings they come from: fewer bytes to ship to the workers. The rebalance events
 of the whole history come in `Config`: few, and named by partition number only.
 """
 
@@ -82,9 +84,9 @@ class Part:
 
     def __init__(self, topic: str | None, partition: int | None, t: pa.Table) -> None:
         self.topic, self.partition = topic, partition
-        src = t["src"]
-        self.sends = t.filter(pc.equal(src, "s"))
-        self.polled = t.filter(pc.equal(src, "r"))
+        is_send = pc.fill_null(t["is_send"], False)
+        self.sends = t.filter(is_send)
+        self.polled = t.filter(pc.invert(is_send))
 
     def tp(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition}
@@ -152,11 +154,7 @@ def offsets_backwards(p: Part, who: str) -> Iterator[dict]:
     """reorder (who: process, by index and pos) or client-reorder (who: client, by seq):
     an acknowledged send at an offset below the previous acknowledged one's."""
     s = p.sends
-    acked = (
-        np.asarray(pc.fill_null(s["must_commit"], False))
-        & np.asarray(pc.fill_null(pc.equal(s["outcome"], "ok"), False))
-        & (_longs(s, "offset") != NULL)
-    )
+    acked = np.asarray(pc.fill_null(s["acked"], False)) & (_longs(s, "offset") != NULL)
     if who == "client":
         acked &= _longs(s, "client") != NULL
     s = s.filter(pa.array(acked))
@@ -200,30 +198,34 @@ def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]
     vo_off, vo_val = vo
     lookup = (own == NULL) & (val != NULL)
     if lookup.any() and len(vo_off):
-        # The version order is sorted by offset: the first of a value is its lowest.
-        first: dict[int, int] = {}
-        for o, v in zip(vo_off.tolist(), vo_val.tolist(), strict=True):
-            first.setdefault(v, o)
-        at[lookup] = [first.get(v, NULL) for v in val[lookup].tolist()]
+        # The version order is sorted by offset: a value's first place is its lowest.
+        known, first = np.unique(vo_val, return_index=True)
+        wanted = val[lookup]
+        i = np.minimum(np.searchsorted(known, wanted), len(known) - 1)
+        at[lookup] = np.where(known[i] == wanted, vo_off[first[i]], NULL)
     placed = np.flatnonzero(at != NULL)
     index, pos = _longs(s, "index")[placed], _longs(s, "pos")[placed]
     idx, same = _lagged([index, pos], index)
     rows = placed[idx]
-    a, v = at[rows], val[rows]
-    procs = s["process"].take(pa.array(rows)).to_pylist() if len(rows) else []
-    for i in np.flatnonzero(same).tolist():
+    a, v, ops = at[rows], val[rows], index[idx]
+    prev = np.maximum(np.arange(len(a)) - 1, 0)
+    back = same & (a[prev] > a)
+    gap = same & (a > a[prev] + 1)
+    hits = np.flatnonzero(back | gap)
+    procs = s["process"].take(pa.array(rows[hits])).to_pylist() if len(hits) else []
+    for k, i in enumerate(hits.tolist()):
         row = {
-            "index": int(index[idx][i]),
-            "process": procs[i],
+            "index": int(ops[i]),
+            "process": procs[k],
             **p.tp(),
             "prev_value": _py(v[i - 1]),
             "prev_offset": _py(a[i - 1]),
             "value": _py(v[i]),
             "offset": _py(a[i]),
         }
-        if a[i - 1] > a[i]:
+        if back[i]:
             yield "int-nonmonotonic-send", row
-        elif a[i] > a[i - 1] + 1:
+        else:
             skipped = _known_between(vo, a[i - 1], a[i], (v[i - 1], v[i]))
             if skipped is not None:
                 yield "int-send-skip", row | skipped
@@ -256,8 +258,7 @@ def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray
     one start row (rpos -1, no offset) per event that starts a new assignment of this
     partition for a process that read it: (process names, columns)."""
     r = p.polled
-    ok = pc.and_(pc.equal(r["type"], "ok"), pc.equal(r["f"], "poll"))
-    r = r.filter(pc.fill_null(ok, False))
+    r = r.filter(pc.fill_null(r["judged"], False))
     procs = r["process"].to_pylist()
     cols = {c: _longs(r, c) for c in _POLL_COLS}
     events = cfg.events_of(p.partition)

@@ -25,23 +25,24 @@ _LONGS = ("partition", "value", "offset", "index", "pos", "client", "seq", "mpos
 
 
 def kernel_input(fr: AnalysisFrames) -> DataFrame:
-    """The kernel's rows: "s" every send with must_commit, "r" every polled record."""
+    """The kernel's rows: every send with must_commit and acked, every polled record
+    with judged (partition_kernel.py); the strings they are decided by stay here."""
+    must = F.coalesce(F.col("must_commit"), F.lit(False))
     sends = writes(fr).select(
-        F.lit("s").alias("src"),
+        F.lit(True).alias("is_send"),
         *TP,
         "value",
         "offset",
         "index",
         "process",
         "pos",
-        "f",
-        "outcome",
         "client",
         "seq",
-        "must_commit",
+        must.alias("must_commit"),
+        (must & (F.col("outcome") == "ok")).alias("acked"),
     )
     polled = fr.polled.select(
-        F.lit("r").alias("src"),
+        F.lit(False).alias("is_send"),
         *TP,
         "value",
         "offset",
@@ -49,8 +50,7 @@ def kernel_input(fr: AnalysisFrames) -> DataFrame:
         "process",
         "mpos",
         "rpos",
-        "f",
-        "type",
+        ((F.col("type") == "ok") & (F.col("f") == "poll")).alias("judged"),
     )
     rows = sends.unionByName(polled, allowMissingColumns=True)
     # One integer type for every number: the kernel fills nulls with int64's minimum.

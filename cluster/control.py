@@ -8,7 +8,7 @@ same protocol in memory, so the nemesis can be unit-tested in milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.toxiproxy import Toxic
@@ -172,3 +172,64 @@ class LaneControl(Protocol):
     def restore_lane(self, lane: int) -> dict[str, Any]:
         """The lane's proxies whole again (cut toxics gone, enabled), read back."""
         ...
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """The KRaft metadata quorum as its leader describes it: each voter and observer
+    by node id, with the id of its metadata log directory (KIP-853's voter key)."""
+
+    leader: int | None
+    voters: dict[int, str]
+    observers: dict[int, str]
+
+
+@runtime_checkable
+class MembershipControl(Protocol):
+    """Who is in the cluster: the controllers' voter set and the brokers' registrations,
+    changed as an operator changes them (KIP-853's dynamic quorum, a decommission).
+    The Docker kind has these verbs; a fault on a cluster without them is `info`."""
+
+    def quorum(self) -> Quorum: ...
+
+    def remove_voter(self, node: int, directory_id: str) -> None:
+        """Ask the quorum to remove the voter; raises if it refuses (a static quorum
+        always does). Its controller keeps running, as an observer."""
+        ...
+
+    def add_voter(self, node: int, timeout_s: float = 60) -> dict[str, Any]:
+        """The node's controller a voter again, by the directory id its storage holds;
+        waits until the quorum lists it: `voter`, `directory_id`, `voters`, `took_s`.
+        Raises if it is not a voter within the timeout."""
+        ...
+
+    def placement(self) -> dict[str, dict[int, PartitionState]]:
+        """Every topic's partitions (internal topics too), as the metadata shows them."""
+        ...
+
+    def move_replicas(self, moves: dict[tuple[str, int], list[int]]) -> None:
+        """One reassignment request for all of them: (topic, partition) -> replicas."""
+        ...
+
+    def registered_brokers(self) -> dict[int, bool | None]:
+        """Registered broker -> whether it is fenced (None: the cluster cannot list
+        fenced brokers, so only unfenced ones are listed)."""
+        ...
+
+    def unregister_broker(self, node: int) -> None: ...
+
+    def add_broker(
+        self, node: int, replicas: dict[tuple[str, int], list[int]], timeout_s: float = 120
+    ) -> dict[str, Any]:
+        """A fresh broker as `node`: empty storage, formatted and started; waits until it
+        registered, then moves `replicas` back where they were and waits for them in
+        sync: `broker`, `registered_after_s`, `restored`, `in_sync`. Raises if it
+        never registered."""
+        ...
+
+
+def membership(ctl: object) -> MembershipControl:
+    """The cluster's membership verbs, or why it has none."""
+    if not isinstance(ctl, MembershipControl):
+        raise RuntimeError(f"{type(ctl).__name__} cannot change the cluster's membership")
+    return ctl

@@ -26,12 +26,15 @@ from kafka_trial.cluster.control import (
     CutMode,
     LinkId,
     LinkKind,
+    MembershipControl,
     PartitionState,
+    Quorum,
     Stream,
 )
 from kafka_trial.cluster.images import Images
 from kafka_trial.cluster.leftovers import remove_leftovers
 from kafka_trial.cluster.links import Link
+from kafka_trial.cluster.membership import DockerMembership
 from kafka_trial.cluster.naming import CUT_TOXICS, client_listener
 from kafka_trial.cluster.netns_faults import PacketKind
 from kafka_trial.cluster.observe import DockerNodes, Observer
@@ -57,6 +60,7 @@ class Cluster:
     brokers: dict[int, Broker] = field(default_factory=dict)
     # Nodes whose namespace holds packet rules now: a heal-all clears only these.
     _packet_nodes: set[int] = field(default_factory=set, init=False, repr=False)
+    _tool: AdminTool | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._provision = Provisioner(
@@ -67,6 +71,14 @@ class Cluster:
         )
         self.clock_probe = ClockProbe(
             list(range(1, self.spec.brokers + 1)), lambda: self.bootstrap, self.observe.admin
+        )
+        self.members = DockerMembership(
+            self.spec,
+            self.brokers,
+            self._provision,
+            self.observe,
+            lambda: self.bootstrap,
+            self._admin_tool,
         )
 
     @classmethod
@@ -218,6 +230,34 @@ class Cluster:
         found = self._admin_tool().call(self.bootstrap, "reassignments", topic)
         return {int(p): r for p, r in found.items()}
 
+    # --- membership (cluster/membership.py) -------------------------------------------
+
+    def quorum(self) -> Quorum:
+        return self.members.quorum()
+
+    def remove_voter(self, node: int, directory_id: str) -> None:
+        self.members.remove_voter(node, directory_id)
+
+    def add_voter(self, node: int, timeout_s: float = 60) -> dict[str, Any]:
+        return self.members.add_voter(node, timeout_s)
+
+    def placement(self) -> dict[str, dict[int, PartitionState]]:
+        return self.members.placement()
+
+    def move_replicas(self, moves: dict[tuple[str, int], list[int]]) -> None:
+        self.members.move_replicas(moves)
+
+    def registered_brokers(self) -> dict[int, bool | None]:
+        return self.members.registered_brokers()
+
+    def unregister_broker(self, node: int) -> None:
+        self.members.unregister_broker(node)
+
+    def add_broker(
+        self, node: int, replicas: dict[tuple[str, int], list[int]], timeout_s: float = 120
+    ) -> dict[str, Any]:
+        return self.members.add_broker(node, replicas, timeout_s)
+
     def add_packet_fault(
         self, node: int, kind: PacketKind, probability: float, kbit: int
     ) -> dict[str, Any]:
@@ -239,7 +279,11 @@ class Cluster:
         return str(sidecar.attrs["NetworkSettings"]["Networks"][self.network_name]["IPAddress"])
 
     def _admin_tool(self) -> AdminTool:
-        return AdminTool.for_version(self.images.kafka_version)
+        # Found (or compiled) once per cluster: each lookup resolves the version's jars
+        # and says so, and a membership fault asks the tool about once a second.
+        if self._tool is None:
+            self._tool = AdminTool.for_version(self.images.kafka_version)
+        return self._tool
 
     # --- links -------------------------------------------------------------------------
 
@@ -406,7 +450,7 @@ class Cluster:
 
     def heal_all(self) -> None:
         """Every proxy enabled, every toxic gone, every disk writable, every clock
-        true, every broker running."""
+        true, every broker running, and (a dynamic quorum) every node a voter."""
         errors: list[str] = []
         for b in self.brokers.values():
             try:
@@ -432,6 +476,11 @@ class Cluster:
                     self.clear_packet_faults(b.node_id)
                 except (TrialError, RuntimeError, OSError) as e:
                     errors.append(f"node {b.node_id}'s packet rules: {e}")
+        try:
+            # A voter a fault removed and nothing added back: the quorum whole again.
+            self.members.restore_voters()
+        except (RuntimeError, TrialError) as e:
+            errors.append(f"voter set: {e}")
         if errors:
             raise RuntimeError("; ".join(errors))
 
@@ -440,4 +489,7 @@ if TYPE_CHECKING:
 
     def _implements_control(cluster: Cluster) -> ClusterControl:
         # A type checker holds the facade to the protocol the nemesis acts through.
+        return cluster
+
+    def _implements_membership(cluster: Cluster) -> MembershipControl:
         return cluster

@@ -86,6 +86,12 @@ class Provisioner:
     run_id: str
     brokers: dict[int, Broker] = field(default_factory=dict)
     network_name: str = ""
+    # A dynamic quorum's initial voters' directory ids, one per node, for the cluster's
+    # life: a wiped node formats again with its own.
+    directory_ids: dict[int, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.directory_ids = {j: cluster_id() for j in self.nodes}
 
     @property
     def nodes(self) -> list[int]:
@@ -93,12 +99,11 @@ class Provisioner:
 
     def _broker_env(self, j: int, cid: str, client_ports: list[int]) -> dict[str, str]:
         lanes = [client_listener(k) for k in range(len(client_ports))]
-        voters = ",".join(f"{k}@127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.nodes)
         env = {
             "CLUSTER_ID": cid,
             "KAFKA_NODE_ID": str(j),
             "KAFKA_PROCESS_ROLES": "broker,controller",
-            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            **self._quorum_env(j),
             "KAFKA_LISTENERS": (
                 "".join(f"{name}://127.0.0.1:{port}," for name, port, _ in lanes)
                 + f"INTERNAL://0.0.0.0:{INTERNAL_PORT},"
@@ -110,6 +115,7 @@ class Provisioner:
                     for (name, _, _), hp in zip(lanes, client_ports, strict=True)
                 )
                 + f"INTERNAL://127.0.0.1:{INTERNAL_PROXY_BASE + j}"
+                + self._advertised_controller(j)
             ),
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
                 "".join(f"{name}:PLAINTEXT," for name, _, _ in lanes)
@@ -130,6 +136,27 @@ class Provisioner:
             name = key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
             env[f"KAFKA_{name}"] = value
         return env
+
+    def _quorum_env(self, j: int) -> dict[str, str]:
+        """How node j finds the controller quorum. Static: the fixed voter set. Dynamic
+        (KIP-853): only where to bootstrap from, with every node's storage formatted
+        with one voter set (KT_INITIAL_CONTROLLERS, read by the entrypoint), each
+        voter's directory id fixed by it, so that the voters can change later."""
+        at = {k: f"127.0.0.1:{CONTROLLER_PROXY_BASE + k}" for k in self.nodes}
+        if self.spec.quorum == "static":
+            return {"KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(f"{k}@{a}" for k, a in at.items())}
+        initial = ",".join(f"{k}@{a}:{self.directory_ids[k]}" for k, a in at.items())
+        return {
+            "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": ",".join(at.values()),
+            "KT_INITIAL_CONTROLLERS": initial,
+        }
+
+    def _advertised_controller(self, j: int) -> str:
+        """A dynamic quorum's voter is reached at what its controller advertises once it
+        is added back: the address the other nodes' proxies forward to it."""
+        if self.spec.quorum == "static":
+            return ""
+        return f",CONTROLLER://127.0.0.1:{CONTROLLER_PROXY_BASE + j}"
 
     def _host_ports(self, j: int) -> tuple[object, object]:
         base = self.spec.host_port_base
@@ -331,12 +358,15 @@ class Provisioner:
             )
         return {"file": f"{rel}/{logs[-1]}", **damage.describe()}
 
-    def wipe(self, node: int) -> None:
-        """SIGKILL a broker, empty its data volume, start it: it formats afresh."""
+    def wipe(self, node: int, new_replica: bool = False) -> None:
+        """SIGKILL a broker, empty its data volume, start it: it formats afresh. With
+        `new_replica`, on a dynamic quorum, it formats as a new replica of the quorum
+        (a fresh directory id, an observer) instead of as its initial voter again."""
         b = self.brokers[node]
         if b.status() == "paused":
             unpause(b.container)
         if b.status() == "running":
             b.kill()
-        self._on_volume(node, "rm -rf /data/* /data/.[!.]*; true", "wipe")
+        mark = "; touch /data/kt-new-replica" if new_replica else ""
+        self._on_volume(node, f"rm -rf /data/* /data/.[!.]*{mark}; true", "wipe")
         b.container.start()

@@ -36,6 +36,9 @@ class PackageInfo:
     # The brokers' clock the fault acts on: "faketime" needs libfaketime in the JVM
     # (cluster.clock), which a real clock has not.
     clock: str = "real"
+    # The controller quorum the fault acts on: "dynamic" changes the voter set, which
+    # only KIP-853's quorum (cluster.quorum) can; a static one has a fixed set.
+    quorum: str = "static"
     # Why only the Docker kind can have it done: its own machinery (kt-lazyfs, its
     # volumes, its proxies) makes the fault, and nothing on a user's node or behind a
     # bare address stands in for it. None: any kind kafka-trial faults.
@@ -86,6 +89,19 @@ _INFOS = (
         "resume it (SIGCONT)",
         fault_op="client-pause",
         heal_op="client-resume",
+        harness_side=True,
+    ),
+    # A client of the harness against the run's own transactional clients: any kind
+    # that runs them, an observed cluster's too.
+    PackageInfo(
+        "hijack-txn",
+        "a second producer takes over a running transactional producer's or copier's "
+        "`transactional.id` (the pick's choice), as Redpanda's hijack_tx_ids does: its "
+        "init_transactions bumps the epoch and fences the live one; `info` if it did not "
+        "return",
+        "none: the hijacker closes within the op, and the fenced client starts a new producer",
+        fault_op="hijack-txn",
+        heal_op=None,
         harness_side=True,
     ),
     PackageInfo(
@@ -207,6 +223,32 @@ _INFOS = (
         docker_only="the reassignment goes through kafka-trial's Java admin tool, built "
         "against the Docker kind's Kafka jars",
     ),
+    # Membership as operators change it (nemesis/membership.py): each heal is verified
+    # by reading the cluster back, and a heal-all adds every voter back.
+    PackageInfo(
+        "voter-change",
+        "remove a controller from the KRaft voter set (the quorum leader or another "
+        "voter, by the pick; needs `cluster.quorum: dynamic`): it keeps running as an "
+        "observer; the voter sets before and after are recorded, `info` if the quorum "
+        "still lists it",
+        "add it back by its directory id, verified a voter again",
+        fault_op="voter-remove",
+        heal_op="voter-add",
+        quorum="dynamic",
+        docker_only="changes the voter set through kafka-trial's Java admin tool, with "
+        "the directory ids the Docker kind formatted the nodes' storage with",
+    ),
+    PackageInfo(
+        "remove-broker",
+        "decommission a broker: every replica it holds moved off (to a broker holding "
+        "none of that partition, else dropped), stopped, unregistered, verified gone "
+        "from the registered brokers and holding no replica; what moved where recorded",
+        "a fresh broker with its id (empty storage, formatted again), verified "
+        "registered, and the replicas moved back",
+        fault_op="remove-broker",
+        heal_op="add-broker",
+        docker_only="empties and formats the broker's Docker volume for the fresh node",
+    ),
     PackageInfo(
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for ISR = "
@@ -294,6 +336,14 @@ def kind_refusal(package: str, kind: str) -> str | None:
 # The spec's words for roles and topologies (its defaults need them below contracts).
 ROLES = TARGET_ROLES
 TOPOLOGIES = PARTITION_TOPOLOGIES
+# The packages that aim at a role of `nemesis.targets` (their builders pass them on);
+# the rest aim where their name says. `partition` aims through its topologies.
+ROLE_PACKAGES = frozenset(
+    {"kill", "stop", "pause", "bounce", "client-partition", "degrade", "wipe", "power-loss"}
+    | {"disk-full", "clock", "corrupt", "packet"}
+)
+# The roles whose brokers coordinate ids the run's clients hold, by what they need.
+COORDINATOR_ROLES = {"txn-coordinator": "transactional.id", "group-coordinator": "group.id"}
 
 TOXICS = ("latency", "bandwidth", "slicer", "reset_peer", "limit_data", "slow_close", "timeout")
 

@@ -272,6 +272,8 @@ TABLE: dict[str, _Builder | str] = {
     "does not know; port-forwarded traffic enters through the pod's loopback, "
     "which NetworkChaos does not touch",
     "client-pause": "freezes one of the harness's own client processes, not a pod",
+    "hijack-txn": "a client of the harness takes over a transactional.id: a Kafka "
+    "protocol fault, not a fault on a pod",
     "degrade": _degrade(follower=False),
     "slow-follower": _degrade(follower=True),
     "wipe": "Chaos Mesh cannot empty a volume; delete the pod's PVC and then the pod, and "
@@ -292,6 +294,10 @@ TABLE: dict[str, _Builder | str] = {
     "`kafka-leader-election.sh --election-type PREFERRED --all-topic-partitions`",
     "reassign": "an Admin API call, not a fault on a pod: `kafka-reassign-partitions.sh "
     "--execute`, or Cruise Control under Strimzi (KafkaRebalance)",
+    "voter-change": "an Admin API call, not a fault on a pod: `kafka-metadata-quorum.sh "
+    "remove-controller`, then `add-controller`",
+    "remove-broker": "an operator's decommission (reassign, stop, `kafka-cluster.sh "
+    "unregister`), not a fault on a pod; Strimzi scales a node pool down instead",
     "unclean-failover": "a sequence that waits on the ISR and elects uncleanly through the "
     "Admin API: no Chaos Mesh resource waits on Kafka's state",
     "last-replica-power-loss": "waits on the ISR, then a power loss: neither exists in Chaos Mesh",

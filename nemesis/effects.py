@@ -79,6 +79,56 @@ def _packet(made: Any) -> str:
     return f"{made.get('rules')} {made.get('kind')} rule(s), p={made.get('probability')}"
 
 
+def _hijacked(f: str, v: dict[str, Any]) -> str:
+    """What a hijack-txn took over, and the epoch it was granted ('' for other ops)."""
+    if f != "hijack-txn" or "transactional_id" not in v:
+        return ""
+    epoch = f", epoch {v['epoch']} (producer id {v.get('producer_id')})" if "epoch" in v else ""
+    return (
+        f"{v['transactional_id']} taken over: init_transactions returned in "
+        f"{v.get('init_s')} s{epoch}"
+    )
+
+
+def _added(node: str, x: Any) -> str:
+    """What a membership heal read back of the voter or broker it added."""
+    if not isinstance(x, dict):
+        return f"node {node}: {x}"
+    if "voters" in x:
+        return f"node {node} a voter again in {x.get('took_s')} s (voters {x['voters']})"
+    synced = "in sync" if x.get("in_sync") else "not yet in sync"
+    voter = x.get("voter")
+    replaced = (
+        f"; its controller a voter as a new replica ({voter.get('from')} -> {voter.get('to')})"
+        if isinstance(voter, dict)
+        else ""
+    )
+    return (
+        f"fresh broker {node} registered in {x.get('registered_after_s')} s{replaced}; "
+        f"{x.get('restored')} partitions moved back to it, {synced}"
+    )
+
+
+def _membership(f: str, v: dict[str, Any]) -> list[str]:
+    """What voter-change and remove-broker did, and what their heals added back."""
+    out = []
+    if f == "voter-remove" and "voter" in v:
+        lead = " (the quorum leader)" if v.get("was_leader") else ""
+        now = ", an observer now" if v.get("observer") else ""
+        out.append(
+            f"voter {v['voter']}{lead} removed: voters {v.get('before')} -> {v.get('after')}{now}"
+        )
+    if f == "remove-broker" and "broker" in v:
+        moved = v.get("moved") if isinstance(v.get("moved"), dict) else {}
+        out.append(
+            f"broker {v['broker']} stopped and unregistered after {len(moved)} partitions "
+            f"moved off it in {v.get('moved_s')} s; registered now {v.get('registered')}"
+        )
+    if isinstance(v.get("added"), dict):
+        out += [_added(n, x) for n, x in sorted(v["added"].items())]
+    return out
+
+
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
@@ -144,6 +194,7 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             for b, x in sorted(v["packets"].items())
             if isinstance(x, dict)
         ]
+    parts.append(_hijacked(f, v))
     if f == "reassign" and "to" in v:
         parts.append(f"replicas {v.get('from')} -> {v.get('to')} in {v.get('took_s')} s")
     if f == "elect-preferred" and isinstance(v.get("elected"), dict):
@@ -154,4 +205,5 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
         ]
     if f == "await-isr-shrink" and "isr" in v:
         parts.append(f"ISR {v['isr']}")
+    parts += _membership(f, v)
     return "; ".join(p for p in parts if p)

@@ -22,11 +22,13 @@ from kafka_trial.contracts.client_processes import CLIENTS, process_state
 from kafka_trial.nemesis import topologies
 from kafka_trial.nemesis.catalog import PACKAGES
 from kafka_trial.nemesis.failover import LastReplicaStanding, UncleanFailover
+from kafka_trial.nemesis.hijack import HijackTxn
+from kafka_trial.nemesis.membership import RemoveBroker, VoterChange
 from kafka_trial.nemesis.packets import PacketFault
 from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.settings import NemesisSpec
 from kafka_trial.nemesis.steps import LOST_PATHS, Done, Heal, Package, Step, Undo, wait_until
-from kafka_trial.nemesis.targets import NoTarget, resolve
+from kafka_trial.nemesis.targets import NoTarget, aim
 
 _PROCESS_VERBS = {"kill": "kill_node", "stop": "stop_node", "pause": "pause_node"}
 # The catalog names each package's heal op; for these it is also the undo's verb.
@@ -70,7 +72,8 @@ class ProcessFault:
         role = self.roles[pick % len(self.roles)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             seen: dict[str, Any] = {}
             for b in targets:
                 if self.kind == "bounce":
@@ -78,7 +81,7 @@ class ProcessFault:
                     ctl.start_node(b)
                 else:
                     _note(seen, b, getattr(ctl, _PROCESS_VERBS[self.kind])(b))
-            result = {"brokers": targets} | ({"seen": seen} if seen else {})
+            result = {"brokers": targets, **a.record()} | ({"seen": seen} if seen else {})
             if self.kind == "bounce":
                 return Done(result)
             verb = _PROCESS_HEAL[self.kind]
@@ -104,10 +107,11 @@ class WipeData:
         role = self.roles[pick % len(self.roles)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             for b in targets:
                 ctl.wipe_node(b)
-            return Done({"brokers": targets})
+            return Done({"brokers": targets, **a.record()})
 
         yield Step("wipe", _aimed(role, self.topic, self.partition), act)
 
@@ -133,7 +137,8 @@ class PowerLoss:
         role = self.roles[pick % len(self.roles)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             if not targets:
                 return Done({"brokers": []})
             answers = ctl.lose_unfsynced(targets)
@@ -151,6 +156,7 @@ class PowerLoss:
             }
             result: dict[str, Any] = {
                 "brokers": down,
+                **a.record(),
                 "lost": lost,
                 "lost_bytes": sum(v["bytes"] for v in lost.values()),
             }
@@ -178,7 +184,8 @@ class DiskFull:
         role = self.roles[pick % len(self.roles)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             full: list[int] = []
             seen: dict[str, Any] = {}
             try:
@@ -190,7 +197,8 @@ class DiskFull:
                     ctl.free_disk(b)
                 raise
             heal = _per_broker("disk-free", "free-disk", full) if full else None
-            return Done({"brokers": full} | ({"seen": seen} if seen else {}), heal)
+            result = {"brokers": full, **a.record()} | ({"seen": seen} if seen else {})
+            return Done(result, heal)
 
         yield Step("disk-full", _aimed(role, self.topic, self.partition), act)
 
@@ -216,7 +224,8 @@ class Corrupt:
         mode = self.modes[pick % len(self.modes)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             if not targets:
                 return Done({"brokers": []})
             hit: dict[str, Any] = {}
@@ -235,7 +244,11 @@ class Corrupt:
                     ctl.start_node(b)
             if not hit:
                 raise RuntimeError(f"nothing corrupted: {missed}")
-            result: dict[str, Any] = {"brokers": sorted(int(b) for b in hit), "corrupted": hit}
+            result: dict[str, Any] = {
+                "brokers": sorted(int(b) for b in hit),
+                **a.record(),
+                "corrupted": hit,
+            }
             if missed:
                 result["not_corrupted"] = missed
             return Done(result)
@@ -272,7 +285,8 @@ class ClockFault:
         offset = self.offsets_s[pick % len(self.offsets_s)]
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             took: dict[str, Any] = {}
             missed: dict[str, Any] = {}
             for b in targets:
@@ -289,7 +303,11 @@ class ClockFault:
                 raise RuntimeError(f"no broker's clock took the offset: {missed}")
             # The heal sets every target true, a missed one too: it may show it later.
             heal = _per_broker("clock-reset", "reset-clock", targets)
-            result: dict[str, Any] = {"brokers": sorted(int(b) for b in took), "clock": took}
+            result: dict[str, Any] = {
+                "brokers": sorted(int(b) for b in took),
+                **a.record(),
+                "clock": took,
+            }
             if missed:
                 result["missed"] = missed
             return Done(result, heal)
@@ -326,10 +344,12 @@ class PartitionFault:
             nodes = sorted(ctl.node_ids)
             base, _, role = topology.partition("-")
             isolated: list[int] = []
+            chosen: dict[str, Any] = {}
             if base == "isolate":
-                (target,) = resolve(role or "random", ctl, self.topic, self.partition, pick)[:1]
+                a = aim(role or "random", ctl, self.topic, self.partition, pick)
+                (target,) = a.brokers[:1]
                 grudge = topologies.build("isolate", nodes, rng, target)
-                isolated = [target]
+                isolated, chosen = [target], a.record()
             else:
                 grudge = topologies.build(topology, nodes, rng)
             # Reject mode cannot be one-way: a disabled proxy refuses both directions.
@@ -349,7 +369,7 @@ class PartitionFault:
                 "grudge": {str(k): sorted(v) for k, v in grudge.items() if v},
             } | ({"seen": seen} if seen else {})
             if isolated:
-                result["isolated"] = isolated
+                result |= {"isolated": isolated, **chosen}
             heal = Heal(
                 "heal",
                 {"links": len(cuts)},
@@ -379,7 +399,8 @@ class ClientPartition:
         lanes = [pick % n_lanes] if self.scope == "one" else list(range(n_lanes))
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             links = [LinkId(None, b, "client", k) for b in targets for k in lanes]
             seen: dict[str, Any] = {}
             for link in links:
@@ -390,7 +411,8 @@ class ClientPartition:
                 {"brokers": sorted(targets), "lanes": sorted(lanes)},
                 tuple(Undo("uncut", link=lk) for lk in links),
             )
-            result = {"brokers": targets, "lanes": lanes} | ({"seen": seen} if seen else {})
+            result = {"brokers": targets, **a.record(), "lanes": lanes}
+            result |= {"seen": seen} if seen else {}
             return Done(result, heal if links else None)
 
         yield Step(
@@ -413,6 +435,7 @@ class Degrade:
 
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
         def act() -> Done:
+            chosen: dict[str, Any] = {}
             if self.links == "follower-replication":
                 st = ctl.partitions(self.topic)[self.partition]
                 if st.leader is None:
@@ -422,7 +445,8 @@ class Degrade:
                 links = [LinkId(f, st.leader, "internal") for f in hit]
             else:
                 role = self.roles[pick % len(self.roles)]
-                hit = resolve(role, ctl, self.topic, self.partition, pick)
+                a = aim(role, ctl, self.topic, self.partition, pick)
+                hit, chosen = a.brokers, a.record()
                 links = [LinkId(None, b, "client") for b in hit]
             seen: dict[str, Any] = {}
             for link in links:
@@ -433,7 +457,7 @@ class Degrade:
                 {"brokers": list(hit)},
                 tuple(Undo("remove-toxic", link=lk, toxic=self.toxic.name) for lk in links),
             )
-            result = {"brokers": hit, "links": [lk.label() for lk in links]}
+            result = {"brokers": hit, **chosen, "links": [lk.label() for lk in links]}
             return Done(result | ({"seen": seen} if seen else {}), heal if links else None)
 
         value = {
@@ -605,6 +629,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
         t, n.target_partition, n.targets, n.partition_mode, n.client_scope
     ),
     "client-pause": lambda n, t: ClientPause(),
+    "hijack-txn": lambda n, t: HijackTxn(),
     "degrade": _degrade(None, "degrade"),
     "slow-follower": _degrade("follower-replication", "slow-follower"),
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),
@@ -618,6 +643,8 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "rolling-restart": lambda n, t: RollingRestart(t),
     "preferred-election": lambda n, t: PreferredElection(t),
     "reassign": lambda n, t: Reassign(t, n.target_partition),
+    "voter-change": lambda n, t: VoterChange(),
+    "remove-broker": lambda n, t: RemoveBroker(),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),
     "last-replica-power-loss": lambda n, t: LastReplicaStanding(t, n.target_partition, n.fault_s),
     "app-kill": lambda n, t: AppFault("kill", "app-kill"),

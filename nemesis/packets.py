@@ -13,7 +13,7 @@ from typing import Any
 from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.contracts.spec.nemesis import PacketSpec
 from kafka_trial.nemesis.steps import Done, Heal, Step, Undo
-from kafka_trial.nemesis.targets import resolve
+from kafka_trial.nemesis.targets import aim
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,8 @@ class PacketFault:
         value = {"target": role, "topic": self.topic, "partition": self.partition} | what
 
         def act() -> Done:
-            targets = resolve(role, ctl, self.topic, self.partition, pick)
+            a = aim(role, ctl, self.topic, self.partition, pick)
+            targets = a.brokers
             made: dict[str, Any] = {}
             for b in targets:
                 made[str(b)] = ctl.add_packet_fault(b, p.kind, p.probability, p.kbit)
@@ -42,6 +43,7 @@ class PacketFault:
                 {},
                 tuple(Undo("clear-packets", node=b) for b in targets),
             )
-            return Done({"brokers": targets, "made": made}, heal if targets else None)
+            result = {"brokers": targets, **a.record(), "made": made}
+            return Done(result, heal if targets else None)
 
         yield Step("packet", value, act)

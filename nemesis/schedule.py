@@ -29,11 +29,16 @@ def _subset(rng: random.Random, faults: tuple[str, ...]) -> list[str]:
 
 
 def min_duration_s(spec: NemesisSpec) -> float:
-    """The shortest fault phase in which every package fires: one quiet gap, one fault."""
+    """The shortest fault phase in which every package fires: one quiet gap, one fault;
+    with written steps, the last of them."""
+    if spec.steps:
+        return max(s.at_s for s in spec.steps)
     return spec.quiet_s + spec.fault_s if spec.faults else 0.0
 
 
 def schedule(spec: NemesisSpec, seed: int, duration_s: float) -> list[Step]:
+    if spec.steps:  # written out (a shrunk schedule): replayed as it stands
+        return sorted(spec.steps, key=lambda s: s.at_s)
     rng = random.Random(seed)
     steps: list[Step] = []
     fired: set[str] = set()

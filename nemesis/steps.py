@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from kafka_trial.cluster.control import ClusterControl, LinkId
+from kafka_trial.cluster.control import ClusterControl, LinkId, membership
 from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import CLIENTS
 
@@ -32,6 +32,8 @@ class Undo:
         "resume-app",
         "uncut-app",
         "clear-packets",
+        "add-voter",
+        "add-broker",
     ]
     node: int | None = None
     link: LinkId | None = None
@@ -40,6 +42,8 @@ class Undo:
     # An instance of the application on trial, by index: a restart after the fault
     # replaces its process or container, and the heal acts on whichever runs then.
     app: int | None = None
+    # Where a decommissioned broker's partitions go back to: (topic, partition, replicas).
+    replicas: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,13 +89,15 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     `thawed`: per node, the freezer file written when the engine could not unpause
     the broker, cluster/freezer.py; `apps`: per app instance, what it showed once
     resumed or reconnected, or "gone" when no instance of that index is registered;
-    `packets`: per node, how many packets its rules matched before they went)."""
+    `packets`: per node, how many packets its rules matched before they went;
+    `added`: per node, the voter or fresh broker added back, as read back)."""
     freed: dict[str, Any] = {}
     thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
     clients: dict[str, str] = {}
     apps: dict[str, Any] = {}
     packets: dict[str, Any] = {}
+    added: dict[str, Any] = {}
     for u in undo:
         if u.verb in ("start", "resume") and u.node is not None:
             how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
@@ -113,6 +119,11 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             apps[str(u.app)] = APPS.uncut(u.app) or "gone"
         elif u.verb == "clear-packets" and u.node is not None:
             packets[str(u.node)] = ctl.clear_packet_faults(u.node)
+        elif u.verb == "add-voter" and u.node is not None:
+            added[str(u.node)] = membership(ctl).add_voter(u.node)
+        elif u.verb == "add-broker" and u.node is not None:
+            back = {(t, p): list(r) for t, p, r in u.replicas}
+            added[str(u.node)] = membership(ctl).add_broker(u.node, back)
         else:
             raise ValueError(f"malformed undo action {u}")
     return (
@@ -122,6 +133,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         | ({"thawed": thawed} if thawed else {})
         | ({"apps": apps} if apps else {})
         | ({"packets": packets} if packets else {})
+        | ({"added": added} if added else {})
     )
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_trial.cluster.control import BOTH_STREAMS, CutMode, LinkId, PartitionState, Stream
+from kafka_trial.cluster.control import (
+    BOTH_STREAMS,
+    CutMode,
+    LinkId,
+    PartitionState,
+    Quorum,
+    Stream,
+)
 from kafka_trial.cluster.toxiproxy import Toxic
 
 
@@ -37,6 +44,15 @@ class FakeCluster:
     packet_faults: dict[int, str] = field(default_factory=dict)  # node -> kind
     # Paused brokers the engine cannot unpause: resuming them thaws their freezer.
     stuck_paused: set[int] = field(default_factory=set)
+    # Membership: the controllers' voter set (node -> directory id), its kind, the
+    # brokers unregistered, and planted failures: a removal the quorum never shows,
+    # replicas that never move, a broker that stays registered.
+    voters: dict[int, str] = field(default_factory=dict)
+    quorum_mode: str = "dynamic"
+    unregistered: set[int] = field(default_factory=set)
+    sticky_voters: bool = False
+    stuck_moves: bool = False
+    sticky_registration: bool = False
 
     def engine_alive(self) -> bool:
         return self.engine_up
@@ -44,6 +60,7 @@ class FakeCluster:
     def __post_init__(self) -> None:
         self.state = dict.fromkeys(self.node_ids, "running")
         self.leaders = {p: self.node_ids[p % self.brokers] for p in range(self.n_partitions)}
+        self.voters = {n: f"dir-{n}" for n in self.node_ids}
 
     # --- observation ------------------------------------------------------------
 
@@ -97,6 +114,8 @@ class FakeCluster:
             and not self.packet_faults
             and self.await_in_sync(self.topic, 0)
             and len(self._live()) == self.brokers
+            and sorted(self.voters) == self.node_ids
+            and not self.unregistered
         )
 
     # --- processes ----------------------------------------------------------------
@@ -253,6 +272,64 @@ class FakeCluster:
     def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
         return {}
 
+    # --- membership ---------------------------------------------------------------
+
+    def quorum(self) -> Quorum:
+        leader = self.controller if self.controller in self.voters else None
+        observers = {n: f"dir-{n}" for n in self.node_ids if n not in self.voters}
+        return Quorum(leader, dict(self.voters), observers)
+
+    def remove_voter(self, node: int, directory_id: str) -> None:
+        self._verb("remove_voter", (node, directory_id))
+        if self.quorum_mode != "dynamic":
+            raise RuntimeError("UnsupportedVersionException: the quorum is static")
+        if self.voters.get(node) != directory_id:
+            raise RuntimeError(f"VoterNotFoundException: {node} {directory_id}")
+        if not self.sticky_voters:
+            del self.voters[node]
+            if self.controller == node:  # the removed leader resigns
+                self.controller = min(self.voters)
+
+    def add_voter(self, node: int, timeout_s: float = 60) -> dict[str, object]:
+        self._verb("add_voter", node)
+        self.voters[node] = f"dir-{node}"
+        return {"voter": node, "directory_id": f"dir-{node}", "voters": sorted(self.voters)}
+
+    def placement(self) -> dict[str, dict[int, PartitionState]]:
+        return {self.topic: self.partitions(self.topic)}
+
+    def move_replicas(self, moves: dict[tuple[str, int], list[int]]) -> None:
+        self._verb("move_replicas", dict(moves))
+        if not self.stuck_moves:
+            for (_, p), replicas in moves.items():
+                self.assignments[p] = tuple(replicas)
+                if self.leaders[p] not in replicas:
+                    self.leaders[p] = replicas[0]
+
+    def registered_brokers(self) -> dict[int, bool | None]:
+        return {n: self.state[n] != "running" for n in self.node_ids if n not in self.unregistered}
+
+    def unregister_broker(self, node: int) -> None:
+        self._verb("unregister_broker", node)
+        if not self.sticky_registration:
+            self.unregistered.add(node)
+
+    def add_broker(
+        self, node: int, replicas: dict[tuple[str, int], list[int]], timeout_s: float = 120
+    ) -> dict[str, object]:
+        self._verb("add_broker", (node, dict(replicas)))
+        self.wiped.append(node)
+        self.state[node] = "running"
+        self.unregistered.discard(node)
+        for (_, p), back in replicas.items():
+            self.assignments[p] = tuple(back)
+        return {
+            "broker": node,
+            "registered_after_s": 0.1,
+            "restored": len(replicas),
+            "in_sync": True,
+        }
+
     def heal_all(self) -> None:
         self._verb("heal_all", None)
         self.cuts.clear()
@@ -261,3 +338,8 @@ class FakeCluster:
         self.clocks.clear()
         for n in self.node_ids:
             self.state[n] = "running"
+        # A restarted broker registers again, and (a dynamic quorum) every node is a
+        # voter again, as the Docker kind's heal-all makes them.
+        self.unregistered.clear()
+        if self.quorum_mode == "dynamic":
+            self.voters = {n: f"dir-{n}" for n in self.node_ids}

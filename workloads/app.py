@@ -29,6 +29,7 @@ from kafka_trial.cluster.control import LaneControl
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.app_contract import ManagedAppInstance
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.log import activity, log
 from kafka_trial.workloads.app_catch_up import CatchUp, wait_caught_up
 from kafka_trial.workloads.app_groups import GroupBook
@@ -181,6 +182,7 @@ class AppWorkload:
         self.log_dir: Path | None = None
         self.caught: CatchUp | None = None
         self._group = ""
+        self._group_live = False  # registered for the group-coordinator role
 
     @property
     def sink(self) -> TopicSpec:
@@ -257,6 +259,9 @@ class AppWorkload:
             self.close()
             raise self._refusal(early, log_dir)
         self.supervisor.supervise()
+        # The group-coordinator role aims at the app's group's coordinator meanwhile.
+        GROUP_IDS.register(self._group, "app")
+        self._group_live = True
 
     def _refusal(self, early: EarlyExit, log_dir: Path) -> TrialError:
         i = early.index
@@ -320,6 +325,9 @@ class AppWorkload:
     def close(self) -> None:
         """Every path's end (also an error, SIGTERM or the cluster gone): nothing of
         the app keeps running."""
+        if self._group_live:
+            GROUP_IDS.unregister(self._group)
+            self._group_live = False
         if self.supervisor is not None:
             self.supervisor.close()
         if self.book is not None:

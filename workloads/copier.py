@@ -17,8 +17,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Poll, Send
+from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.workloads.base import ClientContext, Counters, Lane
 from kafka_trial.workloads.clients import (
     CLOSE_S,
@@ -112,6 +114,17 @@ class CopierWorker:
         return None
 
     def run(self) -> None:
+        # The hijack-txn fault takes this id over while the copier runs.
+        TXN_IDS.register(self.transactional_id, "copier", self.ctx.client_config(self.lane))
+        # The group-coordinator role aims at this group's coordinator meanwhile.
+        GROUP_IDS.register(self.group_id, "copier")
+        try:
+            self._run()
+        finally:
+            GROUP_IDS.unregister(self.group_id)
+            TXN_IDS.unregister(self.transactional_id)
+
+    def _run(self) -> None:
         rng = random.Random(self.lane.seed)
         process = self.ctx.pids.next()
         clients = self._clients()

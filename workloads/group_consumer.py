@@ -29,6 +29,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kafka_trial.cluster.settings import TopicSpec
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.ops import (
     Commit,
     GroupOffsets,
@@ -166,6 +167,14 @@ class GroupWorker:
         self.counts.stalls += 1
 
     def run(self) -> None:
+        # The group-coordinator role aims at this group's coordinator while it runs.
+        GROUP_IDS.register(self.group_id, "consumer")
+        try:
+            self._run()
+        finally:
+            GROUP_IDS.unregister(self.group_id)
+
+    def _run(self) -> None:
         rng = random.Random(self.lane.seed)
         history = self.ctx.history
         process = self.ctx.pids.next()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.ops import Poll, Record, Send
+from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.workloads.base import ClientContext, Counters, Lane
 from kafka_trial.workloads.clients import (
     abandon,
@@ -79,6 +80,14 @@ class TxnWorker:
         )
 
     def run(self) -> None:
+        # The hijack-txn fault takes this id over while the worker runs.
+        TXN_IDS.register(self.transactional_id, "producer", self.ctx.client_config(self.lane))
+        try:
+            self._run()
+        finally:
+            TXN_IDS.unregister(self.transactional_id)
+
+    def _run(self) -> None:
         rng = random.Random(self.lane.seed)
         process = self.ctx.pids.next()
         producer = self._new_producer()

@@ -32,6 +32,10 @@ BROKER_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 # brokers run only KRaft, so an older version cannot start here at all.
 MIN_KRAFT_VERSION = (3, 3)
 
+# KIP-853: a quorum whose voters change while it runs (controller.quorum.bootstrap.
+# servers, kafka-storage format --initial-controllers, Admin.addRaftVoter).
+MIN_DYNAMIC_QUORUM = (3, 9)
+
 
 class ClusterSpec(Frozen):
     kind: Literal["docker", "ssh", "bootstrap"] = Field(
@@ -96,6 +100,14 @@ class ClusterSpec(Frozen):
         "a file in the container says (0 until a clock fault changes it; the monotonic "
         "clock is never faked), so clock faults can act on it",
     )
+    quorum: Literal["static", "dynamic"] = Field(
+        "static",
+        description="static: the controllers are a fixed voter set "
+        "(controller.quorum.voters), as always. dynamic: KIP-853's quorum "
+        "(controller.quorum.bootstrap.servers, storage formatted with "
+        "--initial-controllers; Kafka 3.9+), whose voters can be removed and added while "
+        "it runs (the voter-change fault)",
+    )
     host_port_base: int | None = Field(
         None,
         ge=1024,
@@ -126,18 +138,27 @@ class ClusterSpec(Frozen):
                 "storage": self.storage != "plain",
                 "clock": self.clock != "real",
                 "client_lanes": self.client_lanes != 1,
+                "quorum": self.quorum != "static",
             }
             wrong = [k for k, v in docker_only.items() if v]
             if wrong:
                 raise ValueError(
                     f"cluster.{', cluster.'.join(wrong)} need the Docker kind (its filesystem, "
-                    f"libfaketime or proxies); cluster.kind {self.kind} cannot: leave them unset"
+                    f"libfaketime, proxies or storage format); cluster.kind {self.kind} "
+                    "cannot: leave them unset"
                 )
         if self.kind == "docker" and _too_old(self.kafka_version):
             raise ValueError(
                 f"cluster.kafka_version {self.kafka_version} cannot run here: the Docker kind's "
                 f"brokers run KRaft only, production-ready from "
                 f"{'.'.join(map(str, MIN_KRAFT_VERSION))}; choose --kafka-version 3.9 or 4"
+            )
+        if self.quorum == "dynamic" and older_than(self.kafka_version, MIN_DYNAMIC_QUORUM):
+            raise ValueError(
+                f"cluster.quorum dynamic needs KIP-853's dynamic quorum, in Kafka "
+                f"{'.'.join(map(str, MIN_DYNAMIC_QUORUM))} and later, and cluster."
+                f"kafka_version is {self.kafka_version}; choose --kafka-version 3.9 or 4, "
+                "or cluster.quorum: static"
             )
         return self
 
@@ -148,6 +169,11 @@ class ClusterSpec(Frozen):
                 "cluster.storage writeback needs kafka-trial's own Kafka image, which "
                 "carries kt-lazyfs: unset cluster.kafka_image"
             )
+        if self.quorum == "dynamic" and self.kafka_image:
+            raise ValueError(
+                "cluster.quorum dynamic needs kafka-trial's own Kafka image, whose entrypoint "
+                "formats storage with --initial-controllers: unset cluster.kafka_image"
+            )
         if self.clock == "faketime" and self.kafka_image:
             raise ValueError(
                 "cluster.clock faketime needs kafka-trial's own Kafka image, which "
@@ -157,8 +183,13 @@ class ClusterSpec(Frozen):
 
 
 def _too_old(version: str) -> bool:
+    return older_than(version, MIN_KRAFT_VERSION)
+
+
+def older_than(version: str, than: tuple[int, ...]) -> bool:
+    """Whether every release a version (or a prefix: "3", "4.1") names is before `than`."""
     parts = tuple(int(x) for x in version.split("."))
-    return parts[: len(MIN_KRAFT_VERSION)] < MIN_KRAFT_VERSION[: len(parts)]
+    return parts[: len(than)] < than[: len(parts)]
 
 
 class ClientSpec(Frozen):

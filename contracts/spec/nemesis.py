@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from kafka_trial.contracts.schedule import Step
 from kafka_trial.contracts.settings import Frozen
 from kafka_trial.contracts.spec.owners import run_owner_checks
 from pydantic import Field, model_validator
@@ -25,11 +26,17 @@ PARTITION_TOPOLOGIES = (
     "isolate-random",
     "isolate-leader",
     "isolate-controller",
+    "isolate-txn-coordinator",
+    "isolate-group-coordinator",
     "halves",
     "majorities-ring",
     "bridge",
     "one-way",
 )
+# `partition`'s rotation unless the spec names one: the coordinators' isolations need a
+# run whose clients hold transactional or group ids, and a schedule's picks must draw
+# the same topologies as before they were added.
+DEFAULT_TOPOLOGIES = tuple(t for t in PARTITION_TOPOLOGIES if not t.endswith("-coordinator"))
 
 
 class DegradeSpec(Frozen):
@@ -84,13 +91,17 @@ class PacketSpec(Frozen):
 
 class NemesisSpec(Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
-    fault_s: float = Field(8.0, gt=0, description="how long each fault lasts before its heal")
-    quiet_s: float = Field(6.0, ge=0, description="healthy time between faults")
+    fault_s: float = Field(
+        8.0, gt=0, allow_inf_nan=False, description="how long each fault lasts before its heal"
+    )
+    quiet_s: float = Field(
+        6.0, ge=0, allow_inf_nan=False, description="healthy time between faults"
+    )
     target_partition: int = Field(0, ge=0)
     targets: tuple[str, ...] = Field(
         ("random", "leader", "controller"), description="roles process faults pick from"
     )
-    topologies: tuple[str, ...] = Field(PARTITION_TOPOLOGIES, description="for `partition`")
+    topologies: tuple[str, ...] = Field(DEFAULT_TOPOLOGIES, description="for `partition`")
     partition_mode: Literal["drop", "reject"] = "drop"
     client_scope: Literal["all", "one"] = Field(
         "all", description="client-partition cuts every client, or one client's lane"
@@ -98,6 +109,11 @@ class NemesisSpec(Frozen):
     degrade: DegradeSpec = Field(default_factory=DegradeSpec)
     clock: ClockSpec = ClockSpec()
     packet: PacketSpec = PacketSpec()
+    steps: tuple[Step, ...] = Field(
+        (),
+        description="a fault schedule replayed as written (`kafka-trial shrink` writes "
+        "one); empty: drawn from the seed",
+    )
     corrupt_modes: tuple[Literal["bitflip", "truncate"], ...] = Field(
         ("bitflip", "truncate"),
         min_length=1,
@@ -118,6 +134,28 @@ class NemesisSpec(Frozen):
                 )
         if not self.targets or not self.topologies:
             raise ValueError("nemesis.targets and nemesis.topologies must not be empty")
+        return self
+
+    @model_validator(mode="after")
+    def _steps_pair_up(self) -> NemesisSpec:
+        """A written schedule names only the spec's packages, and heals each fault it
+        starts: a fault left standing would outlive the fault phase unrecorded."""
+        open_: dict[str, int] = {}
+        for s in sorted(self.steps, key=lambda s: s.at_s):
+            if s.package not in self.faults:
+                raise ValueError(
+                    f"nemesis.steps names {s.package}, which nemesis.faults does not; "
+                    "add it to nemesis.faults or drop its steps"
+                )
+            open_[s.package] = open_.get(s.package, 0) + (1 if s.action == "fault" else -1)
+            if open_[s.package] < 0:
+                raise ValueError(
+                    f"nemesis.steps heals {s.package} at {s.at_s:g} s before any fault of it"
+                )
+        if unhealed := [p for p, n in open_.items() if n]:
+            raise ValueError(
+                f"nemesis.steps never heals {', '.join(unhealed)}; give each fault a heal step"
+            )
         return self
 
     @model_validator(mode="after")

@@ -41,10 +41,27 @@ dirs=$(sed -n -e 's/^log\.dirs=//p' -e 's/^metadata\.log\.dir=//p' "$conf" | tr 
 for d in $dirs; do
   [[ -f "$d/meta.properties" ]] || formatted=0
 done
+# cluster.quorum = dynamic (KIP-853): every node formats with the same initial voter
+# set, its own directory id taken from its entry there. A node put back with empty
+# storage in place of a decommissioned one (the file below, left by kafka-trial) is a
+# new replica of the quorum instead: a fresh directory id, an observer until it is
+# added as a voter, as KIP-853 has a replaced disk join.
+quorum=()
+if [[ -n "${KT_INITIAL_CONTROLLERS:-}" ]]; then
+  quorum=(--initial-controllers "$KT_INITIAL_CONTROLLERS")
+fi
+new_replica=""
+for d in $dirs; do
+  [[ -f "$d/kt-new-replica" ]] && new_replica="$d/kt-new-replica"
+done
+if [[ -n "$new_replica" && ${#quorum[@]} -gt 0 ]]; then
+  quorum=(--no-initial-controllers)
+fi
 if [[ $formatted == 0 ]]; then
   java -cp "$cp" kafka.tools.StorageTool format \
-    --cluster-id="$CLUSTER_ID" --config "$conf" --ignore-formatted
+    --cluster-id="$CLUSTER_ID" --config "$conf" --ignore-formatted "${quorum[@]}"
 fi
+[[ -z "$new_replica" ]] || rm -f "$new_replica"
 
 # cluster.clock = faketime: the broker's JVM alone reads a wall clock offset by what
 # the file says (a clock fault rewrites it; it outlives a restart, as a host's skew

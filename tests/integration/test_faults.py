@@ -5,20 +5,32 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from kafka_trial.cluster import netns_faults
+from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.leftovers import heal_leftovers
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.cluster.toxiproxy import Toxic
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.spec.nemesis import PacketSpec
+from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
+from kafka_trial.nemesis.hijack import HijackTxn
 from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
 from kafka_trial.nemesis.packets import PacketFault
 from kafka_trial.nemesis.reconfigure import PreferredElection, Reassign, RollingRestart
 from kafka_trial.nemesis.recorder import NemesisRecorder
+from kafka_trial.nemesis.targets import Aim, aim
 
 from tests.integration.conftest import bind, log_since_start, probe, probe_client
 
@@ -55,7 +67,11 @@ def wait_for(cond, timeout_s: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("topology", PARTITION_TOPOLOGIES)
+# The coordinators' isolations need ids of the run's clients to aim by: the fake
+# cluster's tests cover them, and the coordinator test at the end checks the aim.
+@pytest.mark.parametrize(
+    "topology", [t for t in PARTITION_TOPOLOGIES if not t.endswith("-coordinator")]
+)
 def test_partition_topology_matches_its_grudge(cluster: Cluster, rec, topology: str) -> None:
     pkg = bind(PartitionFault(TOPIC, 0, (topology,)), cluster, rec)
     pkg.fault(pick=7)
@@ -406,3 +422,118 @@ def test_slowing_toxics_on_client_link(
     t0 = time.monotonic()
     assert probe_client(port)
     assert time.monotonic() - t0 < min_s
+
+
+def test_a_hijacked_transactional_id_fences_the_live_producer(cluster: Cluster, rec) -> None:
+    """hijack-txn against a real transaction left open: the hijacker's init returns,
+    the live producer's commit is refused as fenced, and what it had sent is aborted."""
+    tid = f"kt-{cluster.run_id}-hijacked"
+    before, open_ = f"{tid}-committed".encode(), f"{tid}-fenced".encode()
+    live = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid})
+    live.init_transactions(60)
+    live.begin_transaction()
+    live.produce(TOPIC, before, partition=0)
+    live.commit_transaction(30)
+    live.begin_transaction()
+    live.produce(TOPIC, open_, partition=0)
+    assert live.flush(30) == 0  # in the log, in a transaction not yet ended
+    TXN_IDS.register(tid, "producer", {"bootstrap.servers": cluster.bootstrap})
+    try:
+        bind(HijackTxn(), cluster, rec).fault(pick=0)
+    finally:
+        TXN_IDS.unregister(tid)
+    done = last_ok(rec)
+    assert done["transactional_id"] == tid and done["init_returned"] is True
+    assert done["epoch"] >= 1, done  # above the one the live producer was given
+    with pytest.raises(KafkaException) as refused:
+        live.commit_transaction(30)
+    err = refused.value.args[0]
+    assert err.fatal() and err.code() == KafkaError._FENCED, err
+    del live  # fenced, it cannot close (close() aborts, which is refused): dropped
+    # The hijacker's init aborted the open transaction: read_committed never shows it.
+    seen = _read_committed(cluster, f"{tid}-reader")
+    assert before in seen and open_ not in seen
+
+
+def _read_committed(cluster: Cluster, group: str) -> set[bytes]:
+    """Partition 0 of the topic, read_committed, from its start to its end."""
+    reader = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    tp = TopicPartition(TOPIC, 0)
+    end = reader.get_watermark_offsets(tp, timeout=10)[1]
+    reader.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        seen |= {m.value() for m in reader.consume(500, timeout=0.5) if m.error() is None}
+        if reader.position([tp])[0].offset >= end:
+            break
+    reader.close()
+    return seen
+
+
+def _kafka_coordinator(cluster: Cluster, kind: str, key: str) -> int:
+    """The broker Kafka names as the coordinator: the group's from the Python admin
+    client, a transactional.id's from Kafka's Java admin client (DescribeTransactions)."""
+    if kind == "group":
+        desc = cluster.observe.admin().describe_consumer_groups([key])[key].result(30)
+        return desc.coordinator.id
+    tool = AdminTool.for_version(cluster.images.kafka_version)
+    return int(tool.call(cluster.bootstrap, "coordinator", "transaction", key)["coordinator"])
+
+
+def _agreed(cluster: Cluster, role: str, kind: str, key: str) -> tuple[Aim, int]:
+    """kafka-trial's aim, bracketed by two equal answers from Kafka: a leader that
+    moved meanwhile (a rebalance of leadership) is asked about again."""
+    for _ in range(3):
+        before = _kafka_coordinator(cluster, kind, key)
+        got = aim(role, cluster, TOPIC, 0, pick=0)
+        if _kafka_coordinator(cluster, kind, key) == before:
+            return got, before
+    raise AssertionError(f"Kafka's {kind} coordinator of {key} kept moving")
+
+
+def test_coordinator_roles_aim_where_kafka_says_the_coordinator_is(cluster: Cluster, rec) -> None:
+    """txn-coordinator and group-coordinator on a real cluster: the broker found from
+    the id's hash and __transaction_state's or __consumer_offsets' leaders is the one
+    Kafka's Admin API names; a pause aimed by role hits it and records how."""
+    tid, group = f"kt-{cluster.run_id}-coordinated", f"kafka-trial-group-{cluster.run_id}-c"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"coordinated", partition=0)
+    producer.commit_transaction(30)
+    member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    member.subscribe([TOPIC])
+    assert wait_for(lambda: member.poll(0.5) is not None or bool(member.assignment()), 60)
+    TXN_IDS.register(tid, "producer", {"bootstrap.servers": cluster.bootstrap})
+    GROUP_IDS.register(group, "consumer")
+    try:
+        for role, kind, key in (
+            ("txn-coordinator", "transaction", tid),
+            ("group-coordinator", "group", group),
+        ):
+            got, kafka_says = _agreed(cluster, role, kind, key)
+            assert got.brokers == [kafka_says], (role, got.coordinator)
+            assert got.coordinator["id"] == key and got.coordinator["broker"] == kafka_says
+        pkg = bind(ProcessFault("pause", TOPIC, 0, ("txn-coordinator",)), cluster, rec)
+        pkg.fault(pick=0)
+        try:
+            done = last_ok(rec)
+            assert done["brokers"] == [done["coordinator"]["broker"]]
+            assert done["coordinator"]["id"] == tid
+            assert cluster.brokers[done["brokers"][0]].status() == "paused"
+        finally:
+            pkg.heal()
+    finally:
+        TXN_IDS.unregister(tid)
+        GROUP_IDS.unregister(group)
+        member.close()
+        producer.flush(10)
+    healthy(cluster)

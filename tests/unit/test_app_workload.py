@@ -22,6 +22,7 @@ from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import process_state
 from kafka_trial.contracts.errors import TrialError
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.history import HistoryWriter, read_history
 from kafka_trial.contracts.ops import Op
 from kafka_trial.harness.spec import build_spec, load_spec
@@ -124,8 +125,11 @@ def test_each_instance_gets_its_environment_and_files_of_its_own(tmp_path: Path)
             assert f"\nboot=127.0.0.1:{port} id={i} env={env}\n" in out
             assert "complaint" in (tmp_path / "app" / f"instance-{i}.err").read_text()
         assert [a.index for a in APPS.live()] == [0, 1]
+        # The group-coordinator role aims by the app's group while it runs.
+        assert ("kafka-trial-app-t1", "app") in GROUP_IDS.live()
     finally:
         w.close()
+    assert ("kafka-trial-app-t1", "app") not in GROUP_IDS.live()
     assert app_ops(history) == [
         ("app-0", "app-start", "invoke"),
         ("app-0", "app-start", "ok"),

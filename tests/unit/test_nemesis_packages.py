@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.contracts.client_processes import CLIENTS, process_state
+from kafka_trial.contracts.group_ids import GROUP_IDS
 from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.nemesis.catalog import APP_PACKAGES, PACKAGES
 from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.effects import effect
@@ -57,8 +59,11 @@ def test_builders_cover_exactly_the_catalog() -> None:
 
 
 # client-pause acts on a client process, not the cluster: its tests are at the end;
-# the app-* packages act on the application on trial (test_nemesis_app.py).
-@pytest.mark.parametrize("name", sorted(set(PACKAGES) - {"client-pause"} - APP_PACKAGES))
+# the app-* packages act on the application on trial (test_nemesis_app.py), and
+# hijack-txn on a transactional client's id (test_hijack.py).
+@pytest.mark.parametrize(
+    "name", sorted(set(PACKAGES) - {"client-pause", "hijack-txn"} - APP_PACKAGES)
+)
 def test_every_package_applies_and_its_heal_makes_the_cluster_whole(
     tmp_path: Path, name: str
 ) -> None:
@@ -264,11 +269,24 @@ def test_clock_strobe_is_judged_by_the_extreme_it_reached(tmp_path: Path) -> Non
     "role,internal",
     [("txn-coordinator", "__transaction_state"), ("group-coordinator", "__consumer_offsets")],
 )
-def test_a_coordinator_role_is_the_leader_of_its_internal_topic(role: str, internal: str) -> None:
+def test_a_coordinator_role_is_the_leader_of_its_internal_topic(
+    role: str, internal: str, monkeypatch
+) -> None:
+    """With one partition (the presets aiming at coordinators set it), every id is on
+    it; the placement among many is in test_coordinator_targets.py."""
+    from kafka_trial.nemesis import targets
+
+    monkeypatch.setattr(targets, "LAG_WAIT_S", 0)
     cluster = FakeCluster(topic=internal, n_partitions=1)
-    assert resolve(role, cluster, "trial", 0, 0) == [cluster.leaders[0]]
-    with pytest.raises(RuntimeError, match=f"no leader known for {internal}"):
-        resolve(role, FakeCluster(), "trial", 0, 0)
+    TXN_IDS.register("kt-run-0", "producer", {})
+    GROUP_IDS.register("kafka-trial-group-run", "consumer")
+    try:
+        assert resolve(role, cluster, "trial", 0, 0) == [cluster.leaders[0]]
+        with pytest.raises(RuntimeError, match=f"{internal} does not exist yet"):
+            resolve(role, FakeCluster(), "trial", 0, 0)
+    finally:
+        TXN_IDS.unregister("kt-run-0")
+        GROUP_IDS.unregister("kafka-trial-group-run")
 
 
 def test_a_failing_verb_completes_info_and_nothing_is_left_outstanding(tmp_path: Path) -> None:

@@ -109,6 +109,16 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "hijack-txn": (
+        "hijack-txn",
+        "a second producer takes over a running transactional producer's or copier's "
+        "`transactional.id` (the pick's choice), as Redpanda's hijack_tx_ids does: its "
+        "init_transactions bumps the epoch and fences the live one; `info` if it did not "
+        "return",
+        "none: the hijacker closes within the op, and the fenced client starts a new producer",
+        "plain",
+        "real",
+    ),
     "degrade": (
         "degrade",
         "add a toxic (`nemesis.degrade`) to the targeted brokers' client links",
@@ -214,6 +224,25 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "voter-change": (
+        "voter-change",
+        "remove a controller from the KRaft voter set (the quorum leader or another voter, by the "
+        "pick; needs `cluster.quorum: dynamic`): it keeps running as an observer; the voter "
+        "sets before and after are recorded, `info` if the quorum still lists it",
+        "add it back by its directory id, verified a voter again",
+        "plain",
+        "real",
+    ),
+    "remove-broker": (
+        "remove-broker",
+        "decommission a broker: every replica it holds moved off (to a broker holding none of "
+        "that partition, else dropped), stopped, unregistered, verified gone from the "
+        "registered brokers and holding no replica; what moved where recorded",
+        "a fresh broker with its id (empty storage, formatted again), verified registered, and "
+        "the replicas moved back",
+        "plain",
+        "real",
+    ),
     "unclean-failover": (
         "unclean-failover",
         "claims C2/C5 as one sequence: cut the followers' fetch links, wait for "
@@ -280,9 +309,12 @@ EXPECTED_DOCKER_ONLY = {
     "bandwidth makes these on the node's own kernel",
     "reassign": "the reassignment goes through kafka-trial's Java admin tool, built against "
     "the Docker kind's Kafka jars",
+    "voter-change": "changes the voter set through kafka-trial's Java admin tool, with the "
+    "directory ids the Docker kind formatted the nodes' storage with",
+    "remove-broker": "empties and formats the broker's Docker volume for the fresh node",
 }
 
-EXPECTED_HARNESS_SIDE = ["app-kill", "app-pause", "app-restart", "client-pause"]
+EXPECTED_HARNESS_SIDE = ["app-kill", "app-pause", "app-restart", "client-pause", "hijack-txn"]
 
 EXPECTED_FAULT_OPS = {
     "kill": "start",
@@ -291,6 +323,7 @@ EXPECTED_FAULT_OPS = {
     "partition": "heal",
     "client-partition": "client-heal",
     "client-pause": "client-resume",
+    "hijack-txn": None,
     "degrade": "restore",
     "bounce": None,
     "wipe": None,
@@ -302,6 +335,8 @@ EXPECTED_FAULT_OPS = {
     "restart": None,
     "elect-preferred": None,
     "reassign": None,
+    "voter-remove": "voter-add",
+    "remove-broker": "add-broker",
     "elect-unclean": None,
     "app-kill": None,
     "app-restart": None,
@@ -310,6 +345,7 @@ EXPECTED_FAULT_OPS = {
 }
 
 EXPECTED_HEAL_OPS = [
+    "add-broker",
     "app-heal",
     "app-resume",
     "client-heal",
@@ -322,6 +358,7 @@ EXPECTED_HEAL_OPS = [
     "restore",
     "resume",
     "start",
+    "voter-add",
 ]
 
 EXPECTED_WAIT_OPS = ["await-healthy", "await-isr-shrink", "await-leader"]
@@ -342,6 +379,10 @@ EXPECTED_FAULT_TABLE = (
     "| `client-pause` | freeze one client process (SIGSTOP) as a GC pause would, for "
     "`nemesis.fault_s`: clients in processes of their own (`producer.own_process`); the "
     "completion gives the kernel's state of it | resume it (SIGCONT) |\n"
+    "| `hijack-txn` | a second producer takes over a running transactional producer's or "
+    "copier's `transactional.id` (the pick's choice), as Redpanda's hijack_tx_ids does: its "
+    "init_transactions bumps the epoch and fences the live one; `info` if it did not return | "
+    "none: the hijacker closes within the op, and the fenced client starts a new producer |\n"
     "| `degrade` | add a toxic (`nemesis.degrade`) to the targeted brokers' client links | "
     "remove it |\n"
     "| `slow-follower` | the same toxic on one follower's fetch link to the leader (claim C15) | "
@@ -376,6 +417,15 @@ EXPECTED_FAULT_TABLE = (
     "broker that held none where there is one, else a new replica order (a new preferred "
     "leader); `info` with where it stopped if not done in time | none: the partition stays "
     "where it was moved |\n"
+    "| `voter-change` | remove a controller from the KRaft voter set (the quorum leader or "
+    "another voter, by the pick; needs `cluster.quorum: dynamic`): it keeps running as an "
+    "observer; the voter sets before and after are recorded, `info` if the quorum still lists "
+    "it | add it back by its directory id, verified a voter again |\n"
+    "| `remove-broker` | decommission a broker: every replica it holds moved off (to a broker "
+    "holding none of that partition, else dropped), stopped, unregistered, verified gone from "
+    "the registered brokers and holding no replica; what moved where recorded | a fresh broker "
+    "with its id (empty storage, formatted again), verified registered, and the replicas moved "
+    "back |\n"
     "| `unclean-failover` | claims C2/C5 as one sequence: cut the followers' fetch links, wait "
     "for ISR = {leader}, keep writing, kill the leader, elect a follower uncleanly | start the "
     "old leader |\n"
@@ -402,6 +452,10 @@ _VIA_DEGRADE = (
 _VIA_ADMIN_TOOL = (
     "the reassignment goes through kafka-trial's Java admin tool, built against the Docker "
     "kind's Kafka jars"
+)
+_VOTERS_VIA_ADMIN_TOOL = (
+    "changes the voter set through kafka-trial's Java admin tool, with the directory ids the "
+    "Docker kind formatted the nodes' storage with"
 )
 
 EXPECTED_REFUSALS = {
@@ -442,6 +496,7 @@ EXPECTED_REFUSALS = {
         "k8s": None,
     },
     "client-pause": {"docker": None, "ssh": None, "bootstrap": None, "k8s": None},
+    "hijack-txn": {"docker": None, "ssh": None, "bootstrap": None, "k8s": None},
     "degrade": {
         "docker": None,
         "ssh": None,
@@ -520,6 +575,18 @@ EXPECTED_REFUSALS = {
         "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
         "k8s": _VIA_ADMIN_TOOL,
     },
+    "voter-change": {
+        "docker": None,
+        "ssh": _VOTERS_VIA_ADMIN_TOOL,
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": _VOTERS_VIA_ADMIN_TOOL,
+    },
+    "remove-broker": {
+        "docker": None,
+        "ssh": "empties and formats the broker's Docker volume for the fresh node",
+        "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
+        "k8s": "empties and formats the broker's Docker volume for the fresh node",
+    },
     "unclean-failover": {
         "docker": None,
         "ssh": None,
@@ -562,6 +629,7 @@ EXPECTED_BUILT = {
     "client-partition": "ClientPartition(topic='trial', partition=0, roles=('random', 'leader', "
     "'controller'), mode='drop', scope='all', name='client-partition')",
     "client-pause": "ClientPause(name='client-pause')",
+    "hijack-txn": "HijackTxn(init_s=30.0, name='hijack-txn')",
     "degrade": "Degrade(topic='trial', partition=0, toxic=Toxic(name='kt-latency', "
     "type='latency', stream='upstream', attributes={'latency': 15000, 'jitter': 0}, "
     "toxicity=1.0), links='client', roles=('random', 'leader', 'controller'), "
@@ -586,6 +654,8 @@ EXPECTED_BUILT = {
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
     "reassign": "Reassign(topic='trial', partition=0, settle_s=90.0, name='reassign')",
+    "voter-change": "VoterChange(settle_s=30.0, name='voter-change')",
+    "remove-broker": "RemoveBroker(settle_s=120.0, unregister_s=30.0, name='remove-broker')",
     "unclean-failover": "UncleanFailover(topic='trial', partition=0, hold_s=8.0, "
     "name='unclean-failover')",
     "last-replica-power-loss": "LastReplicaStanding(topic='trial', partition=0, hold_s=8.0, "
@@ -606,6 +676,7 @@ EXPECTED_BUILDERS_ORDER = [
     "isolate-broker",
     "client-partition",
     "client-pause",
+    "hijack-txn",
     "degrade",
     "slow-follower",
     "wipe",
@@ -617,6 +688,8 @@ EXPECTED_BUILDERS_ORDER = [
     "rolling-restart",
     "preferred-election",
     "reassign",
+    "voter-change",
+    "remove-broker",
     "unclean-failover",
     "last-replica-power-loss",
     "app-kill",

@@ -17,6 +17,7 @@ or broker config change costs one restart, not one per run.
 from __future__ import annotations
 
 import itertools
+import json
 import queue
 import shutil
 import sys
@@ -38,6 +39,7 @@ from kafka_trial.contracts.settings import Frozen
 from kafka_trial.harness.presets import preset
 from kafka_trial.harness.runner import run, signals_deferred, signals_interrupt
 from kafka_trial.harness.spec import RunSpec, build_spec, merge_config
+from kafka_trial.harness.until_fail import STOPS, Attempt, Hunt, hunt_code
 from kafka_trial.harness.warm_cluster import WarmCluster, broker_side
 from kafka_trial.report.campaign import (
     CAMPAIGN_FILE,
@@ -72,9 +74,35 @@ class CampaignSpec(Frozen):
     overlap_analysis: bool = Field(
         True, description="judge each run on a background thread while the next one runs"
     )
+    until_fail: int | None = Field(
+        None,
+        ge=1,
+        description="hunt a rare failure: repeat the matrix up to N rounds, each with new "
+        "seeds, until a run is invalid (or cannot run); each run is judged before the next",
+    )
 
-    def seed_list(self) -> list[int]:
-        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+    def seed_list(self, round_: int = 0) -> list[int]:
+        """The seeds of a round: round 0's as given, each later round's shifted past the
+        round before it (seeds [0, 2] go on [3, 5], [6, 8]), so no seed runs twice."""
+        seeds = list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+        if not seeds:
+            return seeds
+        stride = max(seeds) - min(seeds) + 1
+        return [s + round_ * stride for s in seeds]
+
+    @property
+    def rounds(self) -> int:
+        return self.until_fail or 1
+
+    def matrix_size(self) -> int:
+        """Runs in one round of the matrix."""
+        sources = len(self.presets) + len(self.configs)
+        return (
+            sources
+            * len(self.nemesis or [""])
+            * len(self.seed_list())
+            * len(self.kafka_versions or [""])
+        )
 
 
 @dataclass(frozen=True)
@@ -102,8 +130,9 @@ def _base(source: str, origin: Path | None) -> tuple[str, dict[str, Any]]:
     return source, dict(preset(source))
 
 
-def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
-    """The matrix, in order; every entry's config is validated before anything runs."""
+def entries(spec: CampaignSpec, origin: Path | None = None, round_: int = 0) -> list[Entry]:
+    """The matrix, in order (with --until-fail, the matrix of that round's seeds);
+    every entry's config is validated before anything runs."""
     sources = [*spec.presets, *spec.configs]
     if not sources:
         raise TrialError("the campaign names no presets or configs", "add presets: or configs:")
@@ -112,7 +141,7 @@ def entries(spec: CampaignSpec, origin: Path | None = None) -> list[Entry]:
     versions: list[str | None] = list(spec.kafka_versions) or [None]
     problems: list[str] = []
     for source, nem, seed, version in itertools.product(
-        sources, faults, spec.seed_list(), versions
+        sources, faults, spec.seed_list(round_), versions
     ):
         label, base = _base(source, origin)
         over: dict[str, Any] = {"seed": seed}
@@ -230,7 +259,9 @@ class _Campaign:
         say: Callable[[str], None],
         judge: Judge | None,
     ) -> None:
+        self.spec, self.origin = spec, origin
         self.matrix = entries(spec, origin)
+        self.round = 0
         self.camp_dir = camp_dir
         self.say = say
         saved = resume and (camp_dir / CAMPAIGN_FILE).is_file()
@@ -240,7 +271,8 @@ class _Campaign:
             else CampaignState(spec=spec.model_dump(mode="json"))
         )
         self.state.status = "running"
-        self.state.order = [e.key for e in self.matrix]
+        # A hunt's later rounds, saved before an interruption, stay in the order.
+        self.state.order = list(dict.fromkeys([*(e.key for e in self.matrix), *self.state.order]))
         self.save()
         self.judging = _Judging(judge) if judge is not None else None
 
@@ -274,15 +306,47 @@ class _Campaign:
     def _skip(self, i: int, e: Entry) -> bool:
         """A run this campaign finished before (--resume) is not run again."""
         done = self.state.runs.get(e.key)
-        n = len(self.matrix)
         if done is not None and done.status == "done":
-            self.say(f"[{i}/{n}] {e.key}: done before, {done.verdict}")
+            self.say(f"[{self._at(i)}] {e.key}: done before, {done.verdict}")
             return True
         if done is not None and done.status == "ran" and self.judging is not None:
-            self.say(f"[{i}/{n}] {e.key}: ran before, judging it")
+            self.say(f"[{self._at(i)}] {e.key}: ran before, judging it")
             self.judging.submit(e.key, self.camp_dir / e.key)
             return True
         return False
+
+    def _at(self, i: int) -> str:
+        at = f"{i}/{len(self.matrix)}"
+        return f"round {self.round + 1}/{self.spec.rounds} {at}" if self.spec.until_fail else at
+
+    def _hunt_over(self) -> bool:
+        """A hunt ends at its first run that failed (or could not run), whenever it ran:
+        a resumed hunt that had found one runs nothing more."""
+        return self.spec.until_fail is not None and any(
+            r.code in STOPS for r in self.state.runs.values()
+        )
+
+    def _run_round(self, run_one: RunOne) -> bool:
+        """The matrix once; True when the hunt is over."""
+        for i, e in enumerate(self.matrix, 1):
+            if self.judging is not None:
+                self.collect(wait=False)
+            if self._hunt_over():
+                return True
+            self.run_entry(i, e, run_one)
+        return self._hunt_over()
+
+    def _next_round(self) -> None:
+        self.round += 1
+        self.matrix = entries(self.spec, self.origin, self.round)
+        self.state.order += [e.key for e in self.matrix if e.key not in self.state.order]
+        self.save()
+
+    def _exit_code(self) -> int:
+        if self.spec.until_fail is None:
+            return worst([r.code for r in self.state.runs.values() if r.code is not None])
+        runs = [self.state.runs[k] for k in self.state.order if k in self.state.runs]
+        return hunt_code([r.code for r in runs if r.code is not None])
 
     def _fresh_dir(self, key: str) -> Path:
         run_dir = self.camp_dir / key
@@ -298,7 +362,7 @@ class _Campaign:
             return
         run_dir = self._fresh_dir(e.key)
         run_spec = build_spec(e.config, source=e.key)
-        self.say(f"[{i}/{len(self.matrix)}] {e.key}: {_settings(run_spec)}")
+        self.say(f"[{self._at(i)}] {e.key}: {_settings(run_spec)}")
         t0 = time.monotonic()
         rec = CampaignRun(
             run_dir=e.key, settings=_settings(run_spec), name=run_spec.name, source=e.source
@@ -332,10 +396,8 @@ class _Campaign:
 
     def run(self, run_one: RunOne) -> CampaignState:
         try:
-            for i, e in enumerate(self.matrix, 1):
-                if self.judging is not None:
-                    self.collect(wait=False)
-                self.run_entry(i, e, run_one)
+            while not self._run_round(run_one) and self.round + 1 < self.spec.rounds:
+                self._next_round()
             while self.judging is not None and self.judging.pending:
                 self.collect(wait=True)
         except KeyboardInterrupt:
@@ -349,9 +411,7 @@ class _Campaign:
                 self.judging.stop()
         self.state.status = "done"
         self.state.clusters = cluster_savings(self.state)
-        self.state.exit_code = worst(
-            [r.code for r in self.state.runs.values() if r.code is not None]
-        )
+        self.state.exit_code = self._exit_code()
         self.save()
         return self.state
 
@@ -462,8 +522,12 @@ def execute(
     junitxml: Path | None = None,
 ) -> int:
     """`kafka-trial campaign`: warm Spark and a warm cluster, run the matrix, judge
-    every run, print the table and write the index (and JUnit). Returns the exit code."""
-    if spec.overlap_analysis:
+    every run, print the table and write the index (and JUnit). Returns the exit code.
+
+    A hunt (--until-fail) judges each run before the next starts: it stops at the
+    failing run, not one run later."""
+    overlap = spec.overlap_analysis and spec.until_fail is None
+    if overlap:
         # Started here, not by the judging thread: while the JVM starts, the whole
         # process's stderr points at a log to keep the launcher's banner off the
         # terminal, and the run going on meanwhile would lose its lines to it.
@@ -478,21 +542,18 @@ def execute(
 
     def run_one(run_spec: RunSpec, run_dir: Path) -> Results | None:
         run(run_spec, run_dir, warm)
-        return None if spec.overlap_analysis else judge_one(run_dir)
+        return None if overlap else judge_one(run_dir)
 
     try:
         with signals_interrupt():
             state = run_campaign(
-                spec,
-                camp_dir,
-                run_one,
-                resume=resume,
-                judge=judge_one if spec.overlap_analysis else None,
+                spec, camp_dir, run_one, resume=resume, judge=judge_one if overlap else None
             )
     except KeyboardInterrupt:
         state = CampaignState.load(camp_dir)
         write_index(camp_dir, state)
         print(summary_table(state))
+        _print_hunt(spec, camp_dir, state, interrupted=True)
         print(
             f"kafka-trial: campaign interrupted; finished runs are kept -- fix: "
             f"kafka-trial campaign --resume {camp_dir}",
@@ -504,7 +565,40 @@ def execute(
             with signals_deferred():
                 warm.close()
     _print_outcome(camp_dir, state, junitxml)
+    _print_hunt(spec, camp_dir, state)
     return int(state.exit_code or 0)
+
+
+def hunt_of(
+    spec: CampaignSpec, camp_dir: Path, state: CampaignState, interrupted: bool = False
+) -> Hunt:
+    """A campaign's hunt as --until-fail's account of it: its runs in the order they
+    ran, each named by its key and seed."""
+    attempts = []
+    for key in state.order:
+        rec = state.runs.get(key)
+        if rec is None or rec.code is None:
+            continue
+        seed = _seed_of(camp_dir / key)
+        attempts.append(Attempt(seed, camp_dir / key, rec.code, rec.error or "", key))
+    return Hunt(spec.rounds * spec.matrix_size(), tuple(attempts), interrupted)
+
+
+def _seed_of(run_dir: Path) -> int:
+    """The run's seed, as its spec.json says (a replay runs that one)."""
+    try:
+        return int(json.loads((run_dir / "spec.json").read_text())["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1
+
+
+def _print_hunt(
+    spec: CampaignSpec, camp_dir: Path, state: CampaignState, interrupted: bool = False
+) -> None:
+    if spec.until_fail is None:
+        return
+    for line in hunt_of(spec, camp_dir, state, interrupted).summary():
+        print(line)
 
 
 def _print_outcome(camp_dir: Path, state: CampaignState, junitxml: Path | None) -> None:

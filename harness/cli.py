@@ -146,6 +146,8 @@ def _junit_path(a: argparse.Namespace) -> Path | None:
 def _cmd_run(a: argparse.Namespace) -> int:
     from kafka_trial.harness.runner import new_run_dir, run
 
+    if a.until_fail is not None:
+        return _run_until_fail(a)
     spec = _load_spec(a)
     run_dir = new_run_dir(spec)
     early = None
@@ -169,9 +171,30 @@ def _cmd_run(a: argparse.Namespace) -> int:
     return judged.exit_code
 
 
+def _run_until_fail(a: argparse.Namespace) -> int:
+    from kafka_trial.harness.until_fail import check_limit, run_until_fail
+
+    check_limit(a.until_fail)
+    if a.no_analyze:
+        raise TrialError(
+            "--until-fail needs each run's verdict, and --no-analyze skips it",
+            "drop --no-analyze (or --until-fail)",
+        )
+    spec = _load_spec(a)
+    return run_until_fail(spec, a.until_fail, a.spark_master, _junit_path(a))
+
+
 def _cmd_campaign(a: argparse.Namespace) -> int:
     from kafka_trial.harness import campaign as cp
+    from kafka_trial.harness.until_fail import check_limit
 
+    if a.until_fail is not None:
+        check_limit(a.until_fail)
+        if a.resume:
+            raise TrialError(
+                "--resume goes on with the saved campaign's own --until-fail",
+                "drop --until-fail (or --resume, to start a new hunt)",
+            )
     if a.resume:
         camp_dir = Path(a.resume)
         saved = camp_dir / cp.CAMPAIGN_FILE
@@ -205,6 +228,8 @@ def _campaign_spec(a: argparse.Namespace) -> Any:
         over["reuse_clusters"] = False
     if a.serial_analysis:
         over["overlap_analysis"] = False
+    if a.until_fail is not None:
+        over["until_fail"] = a.until_fail
     spec = cp.load_campaign(a.config, over)
     origin = Path(a.config).resolve() if a.config else None
     # Config files are found from the campaign file; saved absolute, so --resume can.
@@ -354,6 +379,45 @@ def _cmd_schedule(a: argparse.Namespace) -> int:
     if docs:
         print(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True), end="")
     return 0
+
+
+def _cmd_shrink(a: argparse.Namespace) -> int:
+    from kafka_trial.harness.shrink_command import shrink_command
+
+    return shrink_command(
+        Path(a.run_dir), a.repeats, a.anomaly, Path(a.out) if a.out else None, a.spark_master
+    )
+
+
+def _shrink_parser(sub: Any) -> None:
+    sh = sub.add_parser(
+        "shrink",
+        help="find the smallest schedule that still fails like a failing run",
+        description="From an INVALID run, search for the smallest fault schedule that "
+        "still shows one of its forbidden anomalies (or --anomaly): delta debugging over "
+        "the fault steps, then a shorter fault phase, then simpler targets. Each "
+        "candidate runs up to --repeats times on one warm cluster and fails if any run "
+        "shows the anomaly. Writes shrunk.yaml (replay it with kafka-trial run --config), "
+        "shrink.json and shrink.html. Ctrl-C keeps the best found so far.",
+    )
+    sh.add_argument("run_dir", metavar="RUN_DIR", help="the failing run's directory")
+    sh.add_argument(
+        "--repeats", type=_at_least_one, default=3, help="runs per candidate at most (3)"
+    )
+    sh.add_argument("--anomaly", help="the anomaly to keep (default: any forbidden one seen)")
+    sh.add_argument("--out", help="where the search writes (default: RUN_DIR/shrink)")
+    sh.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    sh.set_defaults(fn=_cmd_shrink)
+
+
+def _at_least_one(s: str) -> int:
+    try:
+        n = int(s)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {s!r}")
+    return n
 
 
 def _cmd_heal(a: argparse.Namespace) -> int:
@@ -574,6 +638,14 @@ def _run_commands(sub: Any) -> None:
     )
     _spec_flags(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after writing the history")
+    r.add_argument(
+        "--until-fail",
+        type=int,
+        metavar="N",
+        help="hunt a rare failure: run seeds SEED, SEED+1, ... on one warm cluster, each "
+        "judged before the next, until one is invalid or N ran; prints the failing seed, "
+        "its run directory and the command that replays it",
+    )
     _junit_flag(r)
     r.set_defaults(fn=_cmd_run)
     an = sub.add_parser(
@@ -637,6 +709,13 @@ def _campaign_command(sub: Any) -> None:
         help="fault package lists separated by ';', each comma-separated (none: no faults)",
     )
     cg.add_argument("--seeds", type=int, help="run each entry with seeds 0..N-1")
+    cg.add_argument(
+        "--until-fail",
+        type=int,
+        metavar="N",
+        help="hunt a rare failure: repeat the matrix up to N rounds, each with new seeds, "
+        "judging each run before the next, until a run is invalid",
+    )
     cg.add_argument("--kafka-version", help="comma-separated versions, e.g. 4,3.9")
     cg.add_argument("--duration", type=float, help="every run's fault phase, seconds")
     cg.add_argument("--runs-dir", default="runs", help="where the campaign directory goes")
@@ -694,6 +773,7 @@ def _housekeeping_commands(sub: Any) -> None:
         help="a label of the brokers' pods (repeatable; default strimzi.io/kind=Kafka)",
     )
     sc.set_defaults(fn=_cmd_schedule)
+    _shrink_parser(sub)
     h = sub.add_parser(
         "heal",
         help="heal clusters a crashed run left behind",

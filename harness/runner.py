@@ -167,6 +167,12 @@ def run(
     return r.outcome()
 
 
+def fault_schedule(spec: RunSpec) -> list[Step]:
+    """The run's fault steps: everything they depend on is in spec.json, so a run
+    replayed from it (`kafka-trial run --config RUN_DIR/spec.json`) has the same ones."""
+    return schedule(spec.nemesis, spec.seed, spec.duration_s)
+
+
 def _mark_failed(run_dir: Path, phase: str, e: BaseException) -> None:
     """A run that failed before it had a cluster: run.json says where and why."""
     with contextlib.suppress(OSError):
@@ -274,8 +280,7 @@ class _Run:
         )
 
     def _write_schedule(self) -> None:
-        spec = self.spec
-        self.steps = schedule(spec.nemesis, spec.seed, spec.duration_s)
+        self.steps = fault_schedule(self.spec)
         write_schedule(self.run_dir, self.steps)
 
     def _build(self) -> None:

@@ -32,7 +32,10 @@ SPEC_FILE = "spec.json"
 class RunSpec(Frozen):
     name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
     seed: int = 0
-    duration_s: float = Field(60.0, gt=0, description="length of the fault phase")
+    # Not infinite: no schedule ends, and spec.json would write it as null.
+    duration_s: float = Field(
+        60.0, gt=0, allow_inf_nan=False, description="length of the fault phase"
+    )
     runs_dir: str = "runs"
     cluster: ClusterSpec = ClusterSpec()
     client: ClientSpec = ClientSpec()

@@ -21,7 +21,10 @@ from junitparser import JUnitXml
 from kafka_trial.checkers.results import Results
 from kafka_trial.contracts.history import read_history
 from kafka_trial.contracts.ops import Op
+from kafka_trial.contracts.schedule import write_schedule
+from kafka_trial.harness import cli
 from kafka_trial.harness.presets import PRESETS, preset
+from kafka_trial.harness.runner import fault_schedule
 from kafka_trial.harness.spec import merge_config
 from kafka_trial.nemesis.catalog import FAULT_OPS
 
@@ -332,6 +335,30 @@ def test_the_claims_campaign_is_a_campaign(claims_campaign: Path) -> None:
     assert (claims_campaign / first / "results.json").stat().st_mtime > (
         claims_campaign / second / "spec.json"
     ).stat().st_mtime
+
+
+@pytest.mark.slow
+def test_a_real_run_replayed_from_its_spec_json_draws_its_schedule_json(
+    claims_campaign: Path,
+) -> None:
+    """`kafka-trial run --config RUN_DIR/spec.json` draws exactly the fault steps each
+    real run wrote, warm clusters' fresh topics and every preset's faults included
+    (drawn here, not run again: a second cluster run would cost minutes of the
+    suite's budget; tests/unit/test_replay.py round-trips random specs)."""
+    state = json.loads((claims_campaign / "campaign.json").read_text())
+    compared = 0
+    for key in state["order"]:
+        run_dir = claims_campaign / key
+        if not (run_dir / "schedule.json").is_file():
+            continue  # a run that could not start fails its own test
+        args = cli.parser().parse_args(["run", "--config", str(run_dir / "spec.json")])
+        replay_dir = run_dir.parent.parent.parent / "replays" / key
+        replay_dir.mkdir(parents=True)
+        write_schedule(replay_dir, fault_schedule(cli._load_spec(args)))
+        written = (run_dir / "schedule.json").read_text()
+        assert (replay_dir / "schedule.json").read_text() == written, key
+        compared += bool(json.loads(written))
+    assert compared >= len(EXPECT) // 2  # most runs had faults to compare
 
 
 @pytest.mark.slow

@@ -176,6 +176,11 @@ class Shrinker:
             self.run_one(spec, run_dir)
         except TrialError as e:
             return str(e)
+        except Exception as e:
+            # A search is many runs long: one that broke (a cluster that would not come
+            # up, a lost engine) is a repeat without a verdict, recorded with its error,
+            # not the end of what the others found. Ctrl-C is no Exception: it stops.
+            return f"{type(e).__name__}: {e}"[:500]
         return None
 
     def _judged(self, run_dir: Path, error: str | None) -> Repeat:

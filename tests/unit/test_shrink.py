@@ -195,3 +195,23 @@ def test_a_written_schedule_must_heal_what_it_starts() -> None:
         build_spec(base | {"nemesis": {"faults": ["pause"], "steps": [fault, heal]}})
     ok = build_spec({"duration_s": 40, "nemesis": {"faults": ["pause"], "steps": [fault, heal]}})
     assert json.loads(ok.to_json())["nemesis"]["steps"][1] == heal | {"at_s": 40.0, "pick": 0}
+
+
+def test_a_run_that_breaks_is_a_repeat_without_a_verdict(tmp_path: Path) -> None:
+    """One broken run (the cluster would not start) does not end the search: it is
+    recorded with its error, and the search goes on to a failing schedule."""
+    runs = FakeRuns(seed=1, p=1.0)
+    calls = 0
+
+    def run(spec: RunSpec, run_dir: Path) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the cluster did not come up")
+        runs.run(spec, run_dir)
+
+    rec = shrink(load_source(_source(tmp_path), None), tmp_path / "out", 2, run, runs.judge)
+    assert rec.state == "done"
+    first = rec.tried[0].repeats[0]
+    assert first.verdict == "ERROR" and first.error == "RuntimeError: the cluster did not come up"
+    assert [s for s in _faults(rec.best_steps) if _planted(s)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _LINE = re.compile(
-    r"^\S+ (?P<time>\S+) (?P<fac>[A-Z_]+) \[(?P<client>rdkafka#producer-\d+)\] "
+    r"^\S+ (?P<time>\S+) (?P<fac>[A-Z_]+) \[(?P<client>[^\]\s]+#producer-\d+)\] "
     r"\[thrd:(?P<thread>[^\]]+)\]: (?P<msg>.*)$"
 )
 _BUILT = re.compile(r"(?P<tp>\S+ \[\d+\]): Produce MessageSet with (?P<n>\d+) message")

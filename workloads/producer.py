@@ -35,6 +35,9 @@ from kafka_trial.workloads.outcomes import Outcome, classify
 from kafka_trial.workloads.pacing import Pacer
 from kafka_trial.workloads.settings import ProducerSpec
 
+# librdkafka's client.id of producer client C is this plus C (docs/history.md).
+CLIENT_ID_PREFIX = "kt-producer-"
+
 # (outcome, offset, error, partition the record went to) of one send.
 Result = tuple[Outcome, int | None, str | None, int | None]
 
@@ -79,8 +82,11 @@ class ProducerWorker:
         return self.ctx.acks_for(self.topic.name)
 
     def _new_client(self) -> _Client:
-        conf = self.ctx.client_config(self.lane, **self.spec.client_config())
-        return _Client(Producer(conf), self.ctx.client_ids.next())
+        cid = self.ctx.client_ids.next()
+        # The history's `client` in librdkafka's own name, so that a debug log
+        # (producer.librdkafka.debug) can be read against the history's sends.
+        named = {"client.id": f"{CLIENT_ID_PREFIX}{cid}", **self.spec.client_config()}
+        return _Client(Producer(self.ctx.client_config(self.lane, **named)), cid)
 
     def run(self) -> None:
         spec = self.spec

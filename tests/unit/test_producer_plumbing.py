@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -166,3 +168,33 @@ def test_without_resend_a_restart_sends_new_values(tmp_path: Path) -> None:
     values = [m["value"] for o in done for m in o.value]
     assert len(done) >= 2 and len(values) == len(set(values))
     assert not any(m.get("resend") for o in done for m in o.value)
+
+
+def test_librdkafka_names_each_client_as_the_history_does(tmp_path: Path) -> None:
+    # A debug log is read against the history: its lines must say which `client`.
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    log = logging.Logger("plumbing")
+    log.addHandler(Keep())
+    spec = build_spec(
+        {
+            "producer": {"batch": 6, "crash_fraction": 1.0, "processes_per_client": 1,
+                         "librdkafka": {"debug": "msg"}},
+            "topic": {"name": "mock"},
+        }
+    )  # fmt: skip
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    ctx = ClientContext(
+        h, lambda _lane: "", logger=log, extra_config={**MOCK, "test.mock.broker.rtt": 100}
+    )
+    w = ProducerWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic)
+    run_briefly(w, 2.0)
+    invokes, _ = completions(h, tmp_path)
+    clients = {m["client"] for o in invokes for m in o.value}
+    assert len(clients) >= 2
+    named = {int(n) for n in re.findall(r"\[kt-producer-(\d+)#producer-\d+\]", "\n".join(lines))}
+    assert clients <= named

@@ -127,7 +127,6 @@ class Shrinker:
     run_one: RunOne
     judge_one: JudgeOne
     tried: list[Tried] = field(default_factory=list)
-    best: Tried | None = None
     _pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="shrink-judge")
     )
@@ -161,8 +160,7 @@ class Shrinker:
             any(_shows(r) for r in reps),
         )
         self.tried.append(tried)
-        if tried.failed and (self.best is None or _fewer(tried, self.best)):
-            self.best = tried
+        if self.best is tried:
             self._write_config()
         self.save("running")
         return tried.failed
@@ -193,6 +191,13 @@ class Shrinker:
                 return Repeat(str(run_dir), "ERROR", {}, str(e))
         shown = {a: results.count(a) or 0 for a in self.source.anomalies}
         return Repeat(str(run_dir), results.word, shown)
+
+    @property
+    def best(self) -> Tried | None:
+        """The smallest failing candidate, the first tried among equals: the order
+        the search's own `best` follows (shrink_search.size)."""
+        failed = (t for t in self.tried if t.failed)
+        return min(failed, key=lambda t: size(len(t.steps), t.duration_s, t.targets), default=None)
 
     def _best_candidate(self) -> Candidate:
         if self.best is None:
@@ -236,10 +241,6 @@ class Shrinker:
 
 def _shows(r: Repeat) -> bool:
     return any(n > 0 for n in r.shown.values())
-
-
-def _fewer(a: Tried, b: Tried) -> bool:
-    return size(len(a.steps), a.duration_s, a.targets) < size(len(b.steps), b.duration_s, b.targets)
 
 
 def shrink(

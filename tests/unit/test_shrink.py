@@ -141,17 +141,23 @@ def test_the_shrunk_config_replays_the_smallest_schedule(tmp_path: Path) -> None
     assert "pause (pick 777)" in page and "cgroup-freeze" in page and "lost-write" in page
 
 
-def test_ctrl_c_keeps_the_best_found_so_far(tmp_path: Path) -> None:
-    runs = FakeRuns(seed=1, p=1.0)
+def _breaking_at(n: int, exc: BaseException, runs: FakeRuns):
+    """A run function whose n-th call raises `exc` and the others run `runs`."""
     calls = 0
 
     def run(spec: RunSpec, run_dir: Path) -> None:
         nonlocal calls
         calls += 1
-        if calls == 4:
-            raise KeyboardInterrupt
+        if calls == n:
+            raise exc
         runs.run(spec, run_dir)
 
+    return run
+
+
+def test_ctrl_c_keeps_the_best_found_so_far(tmp_path: Path) -> None:
+    runs = FakeRuns(seed=1, p=1.0)
+    run = _breaking_at(4, KeyboardInterrupt(), runs)
     rec = shrink(load_source(_source(tmp_path), None), tmp_path / "out", 1, run, runs.judge)
     assert rec.state == "interrupted" and read_shrink(tmp_path / "out").state == "interrupted"
     assert rec.best and len(_faults(rec.best_steps)) < 6  # a smaller failing one by then
@@ -201,15 +207,7 @@ def test_a_run_that_breaks_is_a_repeat_without_a_verdict(tmp_path: Path) -> None
     """One broken run (the cluster would not start) does not end the search: it is
     recorded with its error, and the search goes on to a failing schedule."""
     runs = FakeRuns(seed=1, p=1.0)
-    calls = 0
-
-    def run(spec: RunSpec, run_dir: Path) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise RuntimeError("the cluster did not come up")
-        runs.run(spec, run_dir)
-
+    run = _breaking_at(1, RuntimeError("the cluster did not come up"), runs)
     rec = shrink(load_source(_source(tmp_path), None), tmp_path / "out", 2, run, runs.judge)
     assert rec.state == "done"
     first = rec.tried[0].repeats[0]

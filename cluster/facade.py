@@ -60,6 +60,8 @@ class Cluster:
     brokers: dict[int, Broker] = field(default_factory=dict)
     # Nodes whose namespace holds packet rules now: a heal-all clears only these.
     _packet_nodes: set[int] = field(default_factory=set, init=False, repr=False)
+    # The nfqueue helpers of reorder and corrupt, by node: their heal stops them.
+    _helpers: dict[int, netns_faults.Helper] = field(default_factory=dict, init=False, repr=False)
     _tool: AdminTool | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -259,14 +261,25 @@ class Cluster:
         return self.members.add_broker(node, replicas, timeout_s)
 
     def add_packet_fault(
-        self, node: int, kind: PacketKind, probability: float, kbit: int
+        self,
+        node: int,
+        kind: PacketKind,
+        probability: float,
+        kbit: int,
+        delay_ms: int = 20,
+        seed: int = 0,
     ) -> dict[str, Any]:
         peers = [self._address(j) for j in self.brokers if j != node]
         self._packet_nodes.add(node)
-        return netns_faults.add(self._namespace(node), kind, probability, kbit, peers)
+        made, helper = netns_faults.add(
+            self._namespace(node), kind, probability, kbit, peers, delay_ms, seed
+        )
+        if helper is not None:
+            self._helpers[node] = helper
+        return made
 
     def clear_packet_faults(self, node: int) -> dict[str, Any]:
-        found = netns_faults.clear(self._namespace(node))
+        found = netns_faults.clear(self._namespace(node), self._helpers.pop(node, None))
         self._packet_nodes.discard(node)
         return found
 

@@ -96,13 +96,15 @@ def remove_leftovers(
 
 
 def _clear_packet_rules(sidecar: Container, problems: list[str]) -> int:
-    """A `packet` fault's rules live in the sidecar's namespace: a run killed during
-    one leaves them until the sidecar goes. 1 if some were there and are gone."""
+    """A `packet` fault's rules live in the sidecar's namespace, and so does the
+    nfqueue helper of reorder and corrupt: a run killed during one leaves them until
+    the sidecar goes. 1 if some were there and are gone."""
     if shutil.which("nsenter") is None or shutil.which("iptables") is None:
         return 0  # no packet fault was ever made from this host
     ns = netns_faults.Namespace(sidecar, 0)
     try:
-        if not ns.run(netfaults.leftovers(netns_faults.INTERFACE), check=False).strip():
+        rules = ns.run(netfaults.leftovers(netns_faults.INTERFACE), check=False).strip()
+        if not rules and not netns_faults.strays(ns):
             return 0
         left = netns_faults.clear(ns).get("left")
     except (TrialError, OSError, subprocess.SubprocessError) as e:

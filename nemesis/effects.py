@@ -76,7 +76,24 @@ def _packet(made: Any) -> str:
         return str(made)
     if "qdisc" in made:
         return str(made["qdisc"])
-    return f"{made.get('rules')} {made.get('kind')} rule(s), p={made.get('probability')}"
+    said = f"{made.get('rules')} {made.get('kind')} rule(s), p={made.get('probability')}"
+    if "queue" in made:  # reorder, corrupt: the userspace helper the rule queues to
+        said += f", queue {made['queue']} bound by helper pid {made.get('helper_pid')}"
+    return said
+
+
+def _packets_healed(b: str, x: dict[str, Any]) -> str:
+    if "shaped_packets" in x:
+        return (
+            f"broker {b}'s rate qdisc sent {x.get('shaped_packets')} packets"
+            f" ({x.get('overlimits')} held back)"
+        )
+    said = f"broker {b}'s rules matched {x.get('matched_packets')} packets"
+    helper = x.get("helper")
+    if isinstance(helper, dict):  # reorder, corrupt: what the userspace queue did
+        did = ", ".join(f"{k} {helper[k]}" for k in ("held", "corrupted") if helper.get(k))
+        return f"{said}; its helper queued {helper.get('queued')}" + (f", {did}" if did else "")
+    return said + (f"; its helper: {helper}" if helper is not None else "")
 
 
 def _hijacked(f: str, v: dict[str, Any]) -> str:
@@ -84,9 +101,10 @@ def _hijacked(f: str, v: dict[str, Any]) -> str:
     if f != "hijack-txn" or "transactional_id" not in v:
         return ""
     epoch = f", epoch {v['epoch']} (producer id {v.get('producer_id')})" if "epoch" in v else ""
+    fenced = f", fencing client {v['client']}" if "client" in v else ""
     return (
         f"{v['transactional_id']} taken over: init_transactions returned in "
-        f"{v.get('init_s')} s{epoch}"
+        f"{v.get('init_s')} s{epoch}{fenced}"
     )
 
 
@@ -187,12 +205,7 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
         parts += [f"broker {b}: {_packet(x)}" for b, x in sorted(v["made"].items())]
     if isinstance(v.get("packets"), dict):
         parts += [
-            f"broker {b}'s rate qdisc sent {x.get('shaped_packets')} packets"
-            f" ({x.get('overlimits')} held back)"
-            if "shaped_packets" in x
-            else f"broker {b}'s rules matched {x.get('matched_packets')} packets"
-            for b, x in sorted(v["packets"].items())
-            if isinstance(x, dict)
+            _packets_healed(b, x) for b, x in sorted(v["packets"].items()) if isinstance(x, dict)
         ]
     parts.append(_hijacked(f, v))
     if f == "reassign" and "to" in v:

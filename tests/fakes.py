@@ -255,7 +255,15 @@ class FakeCluster:
         if live:
             self.leaders[partition] = live[0]
 
-    def add_packet_fault(self, node: int, kind: str, probability: float, kbit: int) -> dict:
+    def add_packet_fault(
+        self,
+        node: int,
+        kind: str,
+        probability: float,
+        kbit: int,
+        delay_ms: int = 20,
+        seed: int = 0,
+    ) -> dict:
         self._verb("add_packet_fault", (node, kind))
         self.packet_faults[node] = kind
         return {"rules": 1, "kind": kind, "probability": probability}

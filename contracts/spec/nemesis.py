@@ -78,15 +78,50 @@ class ClockSpec(Frozen):
         return self
 
 
-class PacketSpec(Frozen):
-    """What `packet` does to the packets the targeted brokers send (Docker kind: rules
-    and a qdisc in each one's network namespace)."""
+MAX_HOLD_MS = 1000
 
-    kind: Literal["loss", "duplicate", "rate"] = Field(
-        "loss", description="drop a share, clone a share to its peer, or a token-bucket rate"
+
+PacketKind = Literal["loss", "duplicate", "rate", "reorder", "corrupt"]
+
+
+class PacketSpec(Frozen):
+    """What `packet` does to the packets the targeted brokers send (Docker kind: rules,
+    a qdisc, or a userspace queue in each one's network namespace)."""
+
+    kind: PacketKind = Field(
+        "loss",
+        description="drop a share, clone a share to its peer, a token-bucket rate, hold "
+        "a share back so later packets overtake it, or flip one bit in a share's TCP "
+        "payload (checksum recomputed, so Kafka sees it)",
     )
-    probability: float = Field(0.2, gt=0, le=1, description="loss, duplicate: the share hit")
+    kinds: tuple[PacketKind, ...] = Field(
+        (),
+        description="several kinds in one run: each packet fault takes one of these by "
+        "its pick (the seed's choice); empty: `kind` every time",
+    )
+    probability: float = Field(
+        0.2, gt=0, le=1, description="loss, duplicate, reorder, corrupt: the share hit"
+    )
     kbit: int = Field(256, ge=8, description="rate: the node's egress, kbit/s")
+    delay_ms: int = Field(
+        20,
+        description=f"reorder: how long each packet of the share is held, 1 to {MAX_HOLD_MS} ms",
+    )
+
+    def kind_for(self, pick: int) -> PacketKind:
+        """The kind of the fault step with this pick."""
+        return self.kinds[pick % len(self.kinds)] if self.kinds else self.kind
+
+    @model_validator(mode="after")
+    def _hold(self) -> PacketSpec:
+        # Checked here rather than by Field bounds, so the message says what to do.
+        if not 1 <= self.delay_ms <= MAX_HOLD_MS:
+            raise ValueError(
+                f"nemesis.packet.delay_ms={self.delay_ms} is outside 1..{MAX_HOLD_MS}: reorder "
+                "holds each queued packet that long, and a longer hold is a stall, not a "
+                f"reordering; use 1 to {MAX_HOLD_MS}, e.g. the default 20"
+            )
+        return self
 
 
 class NemesisSpec(Frozen):

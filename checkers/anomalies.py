@@ -165,6 +165,30 @@ _ALL = (
         needs="transactions",
     ),
     Anomaly(
+        "fenced-write",
+        "values",
+        "a value sent in a transaction of a fenced producer session, invoked after the fence"
+        " completed, that was observed committed: an ok takeover of a transactional.id "
+        "(nemesis op hijack-txn) names the session that held it (`client`, as its sends "
+        "carry it), and that session's transaction, invoked after the takeover's completion,"
+        " ended ok, or the final drain (read_committed) read the value and no other op's "
+        "send, not failed, carried it; a transaction invoked before the fence may have "
+        "committed and is not judged, nor is a consumer's read (consumers may read "
+        "read_uncommitted)",
+        needs="transactions",
+        # "no other op's send carried it" is absence: a damaged line may hold that send.
+        proof="absence",
+        reasons={
+            "committed": "Client {client} was fenced when the takeover of {transactional_id} "
+            "completed (op {fence_index}), and its transaction invoked after that (op "
+            "{index}) still ended ok: a fenced session committed.",
+            "drain read": "Client {client} was fenced when the takeover of "
+            "{transactional_id} completed (op {fence_index}), yet the final drain, reading "
+            "read_committed, returned this value of its transaction invoked after that (op "
+            "{index}), and no other send carried it: a fenced session's write committed.",
+        },
+    ),
+    Anomaly(
         "nonmonotonic-poll",
         "pairs",
         "a consumer process read an offset of a partition at or below the offset its previous"

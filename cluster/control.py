@@ -7,7 +7,7 @@ same protocol in memory, so the nemesis can be unit-tested in milliseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kafka_trial.cluster.segments import CorruptMode
@@ -136,14 +136,22 @@ class ClusterControl(Protocol):
 
     # packets (the Docker kind: rules in a node's network namespace)
     def add_packet_fault(
-        self, node: int, kind: str, probability: float, kbit: int
+        self,
+        node: int,
+        kind: str,
+        probability: float,
+        kbit: int,
+        delay_ms: int = 20,
+        seed: int = 0,
     ) -> dict[str, Any]:
-        """Lose or duplicate a share of the packets the node sends, or rate-limit them;
-        returns what was read back (the rules, or the qdisc). Raises if not made."""
+        """Lose, duplicate, reorder (hold for `delay_ms`) or corrupt (a seeded bit
+        flip) a share of the packets the node sends, or rate-limit them; returns what
+        was read back (the rules, the qdisc, the helper bound). Raises if not made."""
         ...
 
     def clear_packet_faults(self, node: int) -> dict[str, Any]:
-        """Every packet rule and qdisc of the node gone; what they matched."""
+        """Every packet rule, qdisc and helper of the node gone; what they matched
+        and did."""
         ...
 
     # assignment
@@ -182,6 +190,19 @@ class Quorum:
     leader: int | None
     voters: dict[int, str]
     observers: dict[int, str]
+    # The metadata log's high watermark and each voter's log end offset as the leader
+    # last heard it (-1: not yet); empty where the tool did not say.
+    high_watermark: int | None = None
+    log_ends: dict[int, int] = field(default_factory=dict)
+
+    def caught_up(self) -> bool:
+        """Every voter holds the metadata log up to the high watermark."""
+        hw = self.high_watermark
+        return (
+            hw is not None
+            and set(self.log_ends) == set(self.voters)
+            and all(e >= hw for e in self.log_ends.values())
+        )
 
 
 @runtime_checkable

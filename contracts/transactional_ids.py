@@ -7,10 +7,17 @@ The workers' ids are made from the run's id, which the nemesis is never told, an
 only a worker that runs can be fenced: a registry of the live ones is both. One
 registry per Python process, like `client_processes.CLIENTS`: a campaign's runs come
 one after another, and a worker unregisters its id as it ends.
+
+Each entry also names the producer session that holds the id now (`client`, the
+`client` its send micro-ops carry), set only once that session's init_transactions
+has returned: a hijacker that reads it and then takes the id over bumps the epoch
+after that session's, so the session it names is certainly the one fenced (the
+`fenced-write` check rests on it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +30,9 @@ class TransactionalClient:
     # The client's librdkafka settings for reaching the cluster (its lane's bootstrap,
     # the run's security settings): a hijacker connects as the client does.
     connect: dict[str, Any] = field(default_factory=dict)
+    # The producer session holding the id, once its init_transactions returned (None
+    # before the first one did).
+    client: int | None = None
 
 
 class TransactionalIds:
@@ -30,11 +40,25 @@ class TransactionalIds:
         self._live: dict[str, TransactionalClient] = {}
         self._lock = threading.Lock()
 
-    def register(self, transactional_id: str, workload: str, connect: dict[str, Any]) -> None:
+    def register(
+        self,
+        transactional_id: str,
+        workload: str,
+        connect: dict[str, Any],
+        client: int | None = None,
+    ) -> None:
         with self._lock:
             self._live[transactional_id] = TransactionalClient(
-                transactional_id, workload, dict(connect)
+                transactional_id, workload, dict(connect), client
             )
+
+    def session(self, transactional_id: str, client: int) -> None:
+        """The id's holder now: a producer session whose init_transactions returned.
+        An id no longer registered (its worker ended) stays unregistered."""
+        with self._lock:
+            held = self._live.get(transactional_id)
+            if held is not None:
+                self._live[transactional_id] = dataclasses.replace(held, client=client)
 
     def unregister(self, transactional_id: str) -> None:
         with self._lock:

@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from kafka_trial.cluster.netfaults import PACKET_TOXICS, STREAM_TOXICS
 from kafka_trial.contracts.spec.nemesis import PARTITION_TOPOLOGIES, TARGET_ROLES
 
+# The op a takeover of a transactional.id records, under either package name
+# (hijack-txn, fence-txn-id): the analysis finds the fences it made by it.
+TXN_FENCE_OP = "hijack-txn"
+# The packages that act on the run's transactional clients (nemesis/hijack.py).
+TXN_PACKAGES = ("hijack-txn", "fence-txn-id")
+
 
 @dataclass(frozen=True)
 class PackageInfo:
@@ -100,7 +106,18 @@ _INFOS = (
         "init_transactions bumps the epoch and fences the live one; `info` if it did not "
         "return",
         "none: the hijacker closes within the op, and the fenced client starts a new producer",
-        fault_op="hijack-txn",
+        fault_op=TXN_FENCE_OP,
+        heal_op=None,
+        harness_side=True,
+    ),
+    # The same package under the name the fault was first asked for: one op f
+    # (`hijack-txn`) under both names, as kill-leader records kill, so a history's
+    # readers know one f.
+    PackageInfo(
+        "fence-txn-id",
+        "`hijack-txn` under its other name: the same takeover, recorded as the op `hijack-txn`",
+        "none, as `hijack-txn`",
+        fault_op=TXN_FENCE_OP,
         heal_op=None,
         harness_side=True,
     ),
@@ -185,14 +202,16 @@ _INFOS = (
     # undoes; the links their first step cut are healed by a later step.
     PackageInfo(
         "packet",
-        "lose or duplicate a share (`nemesis.packet.probability`) of the packets the "
-        "targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules "
-        "or a tbf qdisc in each one's network namespace",
-        "remove them; the heal records how many packets they matched",
+        "lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one bit "
+        "of the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of "
+        "the packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): "
+        "iptables rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace",
+        "remove them and stop the helper; the heal records how many packets they matched "
+        "and what the helper did",
         fault_op="packet",
         heal_op="packet-heal",
         docker_only="on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, "
-        "duplicate or bandwidth makes these on the node's own kernel",
+        "duplicate, reorder, corrupt or bandwidth makes these on the node's own kernel",
     ),
     # Reconfiguration as operators do it (nemesis/reconfigure.py): nothing to heal, each
     # step leaves the cluster whole or completes `info`.
@@ -354,8 +373,8 @@ def toxic_refusal(toxic: str, kind: str) -> str | None:
     in for (cluster/netfaults.py owns both lists)."""
     if kind == "docker" and toxic in PACKET_TOXICS:
         return (
-            f"{toxic} acts on packets, and Toxiproxy works on TCP streams; the `packet` "
-            "package loses or duplicates packets on this kind, and cluster.kind ssh has the rest"
+            f"{toxic} acts on packets, and Toxiproxy works on TCP streams; use the `packet` "
+            f"package with nemesis.packet.kind {toxic} on this kind"
         )
     if kind == "ssh" and toxic in STREAM_TOXICS:
         return f"{toxic} is a Toxiproxy stream toxic, which a node's kernel cannot make"

@@ -274,6 +274,8 @@ TABLE: dict[str, _Builder | str] = {
     "client-pause": "freezes one of the harness's own client processes, not a pod",
     "hijack-txn": "a client of the harness takes over a transactional.id: a Kafka "
     "protocol fault, not a fault on a pod",
+    "fence-txn-id": "a client of the harness takes over a transactional.id: a Kafka "
+    "protocol fault, not a fault on a pod",
     "degrade": _degrade(follower=False),
     "slow-follower": _degrade(follower=True),
     "wipe": "Chaos Mesh cannot empty a volume; delete the pod's PVC and then the pod, and "

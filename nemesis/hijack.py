@@ -1,10 +1,13 @@
-"""`hijack-txn`: a second producer takes over a live client's transactional.id, as
-Redpanda's `hijack_tx_ids` fault does. Its init_transactions makes the coordinator
-bump the id's epoch and abort whatever the live producer had open; from then on that
-producer is fenced, and exactly-once holds only if nothing it does after commits.
+"""`hijack-txn` (also offered as `fence-txn-id`, the name the fault was first asked
+for; both record the op `hijack-txn`): a second producer takes over a live client's
+transactional.id, as Redpanda's `hijack_tx_ids` fault does. Its init_transactions
+makes the coordinator bump the id's epoch and abort whatever the live producer had
+open; from then on that producer is fenced, and exactly-once holds only if nothing it
+does after commits.
 
 The completion records what the coordinator verifiably granted: the id, how long
-init_transactions took, and the producer id and epoch librdkafka was given. An id
+init_transactions took, and the producer id and epoch librdkafka was given; and the
+session it fenced (`client`), for the `fenced-write` check. An id
 that could not be taken over (none running, init_transactions refused or not
 returned in time) completes `info` with the reason. Nothing to heal: the hijacker is
 closed within the op, and the fenced client starts a new producer of its own."""
@@ -23,6 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.contracts.transactional_ids import TXN_IDS, TransactionalClient
+from kafka_trial.nemesis.catalog import TXN_FENCE_OP
 from kafka_trial.nemesis.steps import Done, Step
 from kafka_trial.nemesis.targets import NoTarget
 
@@ -103,6 +107,10 @@ def hijack(target: TransactionalClient, init_s: float) -> dict[str, Any]:
         "init_s": round(took, 3),
         "closed": closed,
     }
+    if target.client is not None:
+        # The session that held the id when it was picked: its init_transactions had
+        # returned before this one began, so this epoch is newer and it is fenced.
+        result["client"] = target.client
     got = [m for line in lines.lines if (m := _ACQUIRED.search(line))]
     if got:
         result |= {"producer_id": int(got[-1][1]), "epoch": int(got[-1][2])}
@@ -112,7 +120,9 @@ def hijack(target: TransactionalClient, init_s: float) -> dict[str, Any]:
 @dataclass(frozen=True)
 class HijackTxn:
     """The pick's choice among the transactional.ids running now (the transactional
-    producers' `kt-{run}-{i}`, the copiers' `kt-{run}-copier-{i}`), taken over."""
+    producers' `kt-{run}-{i}`, the copiers' `kt-{run}-copier-{i}`), taken over. `name`
+    is the package's (`hijack-txn` or `fence-txn-id`); the op is `hijack-txn` under
+    either, so a history's readers need to know one f."""
 
     init_s: float = 30.0
     name: str = "hijack-txn"
@@ -127,4 +137,4 @@ class HijackTxn:
                 )
             return Done(hijack(random.Random(pick).choice(live), self.init_s))
 
-        yield Step("hijack-txn", {"target": "transactional-id"}, act)
+        yield Step(TXN_FENCE_OP, {"target": "transactional-id"}, act)

@@ -630,6 +630,7 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     ),
     "client-pause": lambda n, t: ClientPause(),
     "hijack-txn": lambda n, t: HijackTxn(),
+    "fence-txn-id": lambda n, t: HijackTxn(name="fence-txn-id"),
     "degrade": _degrade(None, "degrade"),
     "slow-follower": _degrade("follower-replication", "slow-follower"),
     "wipe": lambda n, t: WipeData(t, n.target_partition, n.targets),

@@ -14,6 +14,7 @@ from kafka_trial.nemesis.catalog import (
     PACKET_TOXICS,
     ROLE_PACKAGES,
     TOXICS,
+    TXN_PACKAGES,
     kind_refusal,
     toxic_refusal,
 )
@@ -116,10 +117,6 @@ def _quorum_can_change(spec: RunSpec) -> None:
             "change, and a static quorum (controller.quorum.voters) has a fixed set; set "
             "cluster.quorum: dynamic"
         )
-
-
-# Packages that act on the run's transactional clients (nemesis/hijack.py).
-TXN_PACKAGES = ("hijack-txn",)
 
 
 @owner_check(RunSpec, "nemesis")

@@ -86,17 +86,25 @@ class Builder:
         sends: list[tuple[int, int, int | None]],
         op_type: str,
         polled: list[tuple[int, int, int]] | None = None,
+        client: int | None = None,
     ) -> Builder:
         """sends: (value, partition, offset); op_type is the outcome of all of them.
         polled: (value, partition, offset) records a poll micro-op inside the
-        transaction returned, written after the sends."""
-        invoke = [send(v, p) for v, p, _ in sends]
-        done = [send(v, p, o, op_type) for v, p, o in sends]
+        transaction returned, written after the sends. With `client`, each send records
+        that producer client and its next produce() sequence number, as the
+        transactional workers write them; op_type "invoke" leaves the op open."""
+        ids: list[dict[str, Any]] = [{} for _ in sends]
+        if client is not None:
+            seq = self._seqs.setdefault(client, itertools.count())
+            ids = [{"client": client, "seq": next(seq)} for _ in sends]
+        invoke = [{**send(v, p), **i} for (v, p, _), i in zip(sends, ids, strict=True)]
+        done = [{**send(v, p, o, op_type), **i} for (v, p, o), i in zip(sends, ids, strict=True)]
         if polled is not None:
             invoke.append({"op": "poll"})
             done.append({"op": "poll", "records": [rec(v, p, o) for v, p, o in polled]})
         self.h.invoke(process, "txn", invoke)
-        self.h.complete(op_type, process, "txn", done)
+        if op_type != "invoke":
+            self.h.complete(op_type, process, "txn", done)
         return self
 
     def poll(
@@ -196,6 +204,19 @@ class Builder:
     def nemesis(self, f: str, value: dict[str, Any]) -> Builder:
         self.h.invoke("nemesis", f, value)
         self.h.complete("ok", "nemesis", f, value)
+        return self
+
+    def hijack(self, client: int | None, op_type: str = "ok", tid: str = "kt-r-0") -> Builder:
+        """A takeover of `tid` (nemesis op hijack-txn) whose completion names the
+        session it fenced, as nemesis/hijack.py writes it (`client` None: none named)."""
+        self.h.invoke("nemesis", "hijack-txn", {"target": "transactional-id"})
+        done: dict[str, Any] = {"target": "transactional-id"}
+        if op_type == "ok":
+            done |= {"transactional_id": tid, "workload": "producer", "init_returned": True}
+            done |= {"init_s": 0.1, "closed": True, "producer_id": 7, "epoch": 3}
+            if client is not None:
+                done["client"] = client
+        self.h.complete(op_type, "nemesis", "hijack-txn", done, None if op_type == "ok" else "x")
         return self
 
     def done(self) -> Path:

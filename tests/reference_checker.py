@@ -20,7 +20,8 @@ trial's app-output-lost, app-output-duplicate, app-output-unexpected and
 app-output-reorder. The application's output drain (poll micro-ops of role
 "app-output") is kept apart from every other read, as the Spark frames keep it.
 Rebalances are not modelled (assign-mode consumers only): a history with rebalance
-ops is out of scope.
+ops is out of scope. fenced-write, which reads the nemesis's takeovers, is
+`fenced_write`, apart from `check` (see its section).
 """
 
 from __future__ import annotations
@@ -579,6 +580,70 @@ def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
         "app-output-unexpected": app_output_unexpected(h),
         "app-output-reorder": app_output_reorder(h),
     }
+
+
+# ---------------------------------------------------------------- fenced sessions
+#
+# fenced-write (checkers/anomalies.py) needs the nemesis's ops, which `parse` skips,
+# and is kept out of CHECKED and `check`: the differential test's histories share one
+# file with no nemesis, and tests/unit/test_differential_fenced.py compares it apart.
+
+FENCE_OP = "hijack-txn"  # the op a takeover of a transactional.id records
+
+
+def _fences(ops: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """client -> (time, index) of the first ok takeover that named it."""
+    out: dict[int, tuple[int, int]] = {}
+    for op in ops:
+        v = op.get("value")
+        if op["process"] != "nemesis" or op["f"] != FENCE_OP or op["type"] != "ok":
+            continue
+        if not isinstance(v, dict) or type(v.get("client")) is not int:
+            continue
+        out[v["client"]] = min(
+            out.get(v["client"], (op["time"], op["index"])), (op["time"], op["index"])
+        )
+    return out
+
+
+def _invoke_times(ops: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """(process, op index) -> when the op was invoked: a completion's invoke is its
+    process's op just before it; an invoke never completed is its own."""
+    out: dict[tuple[str, int], int] = {}
+    last: dict[str, dict[str, Any]] = {}
+    for op in sorted(ops, key=lambda o: o["index"]):
+        process = str(op["process"])
+        if process == "nemesis":
+            continue
+        if op["type"] == "invoke":
+            out[(process, op["index"])] = op["time"]
+        elif process in last and last[process]["type"] == "invoke":
+            out[(process, op["index"])] = last[process]["time"]
+        last[process] = op
+    return out
+
+
+def fenced_write(ops: list[dict[str, Any]]) -> set[Key]:
+    """Values of transactions a fenced client invoked after its fence that ended ok,
+    or that the drain read while no other op's send, not failed, carried them."""
+    fences = _fences(ops)
+    h = parse(ops)
+    invoked = _invoke_times(ops)
+    drained = {r.value for r in h.reads if r.role == "drain"}
+    senders: dict[int, set[int]] = defaultdict(set)
+    for s in h.sends:
+        if s.outcome != "fail":
+            senders[s.value].add(s.index)
+    out: set[Key] = set()
+    for s in h.sends:
+        if s.f != "txn" or s.client not in fences:
+            continue
+        at = invoked.get((s.process, s.index))
+        if at is None or at <= fences[s.client][0]:
+            continue
+        if s.outcome == "ok" or (s.value in drained and not senders[s.value] - {s.index}):
+            out.add(s.value)
+    return out
 
 
 # ---------------------------------------------------------------- dependency cycles

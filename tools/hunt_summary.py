@@ -39,6 +39,7 @@ BROKER_LINES = {
 ANOMALIES = (
     "aborted-read",
     "torn-txn",
+    "fenced-write",
     "lost-write",
     "duplicate",
     "G1c",

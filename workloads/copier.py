@@ -7,10 +7,14 @@ the checker maps them back. Each copy is one `txn` op whose micro-ops are the po
 (the input records) and the sends to the output topic; its type is the outcome of
 the transaction. Copiers crash at random before committing and come back as new
 processes under the same transactional.id, which fences and aborts the old one.
+Each producer is one client (`client`, `seq` on its sends), named in the
+transactional.id registry once its init_transactions returned: the session a
+`hijack-txn` fences.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +71,8 @@ class CopierWorker:
     group_id: str
     transactional_id: str
     counts: Counters = field(default_factory=Counters)
+    _client: int | None = None  # the current producer's client id (`_clients`)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def _producer_config(self, **conf: Any) -> dict[str, Any]:
         return self.ctx.client_config(
@@ -108,6 +114,9 @@ class CopierWorker:
             )
             producer = transactional_producer(conf, stop, COPIER_TXN_TIMEOUT_S)
             if producer is not None:
+                # Named only now that it holds the id: the session a hijack fences.
+                self._client, self._seq = self.ctx.client_ids.next(), itertools.count()
+                TXN_IDS.session(self.transactional_id, self._client)
                 return consumer, producer
             leave_group(consumer, "copier input")
             close_within(consumer, "copier input")
@@ -166,7 +175,13 @@ class CopierWorker:
         if not records:
             return None
         sends = [
-            Send(self.sink.name, r.partition, output_value(r.value))
+            Send(
+                self.sink.name,
+                r.partition,
+                output_value(r.value),
+                client=self._client,
+                seq=next(self._seq),
+            )
             for r in records
             if r.value is not None
         ]

@@ -7,6 +7,9 @@ Outcomes of a txn op (the outcome of every send in it):
 - info: anything else (a commit that timed out may still complete).
 A worker whose op ended info starts a new process with a new producer under the
 same transactional.id, which fences the old one, as a restarted application would.
+Each producer is one client (`client`, `seq` on its sends, as the producer workload
+writes them), named in the transactional.id registry once its init_transactions
+returned: the session a `hijack-txn` fences.
 With `crash_fraction`, a worker crashes on purpose after its sends, before it ends
 the transaction (error "client crashed").
 
@@ -18,6 +21,7 @@ open transaction; a read_uncommitted one does (`precommitted-read`).
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from dataclasses import dataclass, field
@@ -55,6 +59,8 @@ class TxnWorker:
     isolation_level: str = "read_committed"  # of the txn_poll reader
     counts: Counters = field(default_factory=Counters)
     _reading: set[int] = field(default_factory=set)  # partitions the txn_poll reader has
+    _client: int | None = None  # the current producer's client id (`_session`)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
     def _timeout_s(self) -> float:
@@ -87,10 +93,20 @@ class TxnWorker:
         finally:
             TXN_IDS.unregister(self.transactional_id)
 
+    def _session(self) -> Producer | None:
+        """A new producer (its init_transactions returned), as a client of its own: its
+        id goes on its sends and, only now that it holds the id, into the registry."""
+        producer = self._new_producer()
+        if producer is not None:
+            self._client = self.ctx.client_ids.next()
+            self._seq = itertools.count()
+            TXN_IDS.session(self.transactional_id, self._client)
+        return producer
+
     def _run(self) -> None:
         rng = random.Random(self.lane.seed)
         process = self.ctx.pids.next()
-        producer = self._new_producer()
+        producer = self._session()
         reader = (
             new_consumer(self.ctx, self.lane, self.topic, self.isolation_level, assign=False)
             if self.spec.txn_poll
@@ -108,7 +124,7 @@ class TxnWorker:
                 if outcome == "info":
                     abandon(producer)
                     process = self.ctx.pids.next()
-                    producer = self._new_producer()
+                    producer = self._session()
         finally:
             if producer is not None:
                 abandon(producer)
@@ -162,7 +178,9 @@ class TxnWorker:
         n = self.topic.partitions
         parts = rng.sample(range(n), min(self.spec.txn_partitions, n))
         sends = [
-            Send(self.topic.name, parts[i % len(parts)], v)
+            Send(
+                self.topic.name, parts[i % len(parts)], v, client=self._client, seq=next(self._seq)
+            )
             for i, v in enumerate(self.ctx.values.take(self.spec.batch))
         ]
         abort = rng.random() < self.spec.abort_fraction

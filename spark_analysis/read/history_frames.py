@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafka_trial.nemesis.catalog import TXN_FENCE_OP
 from kafka_trial.spark_analysis.read.history_parse import (
     OP_COLUMNS,
     READ_FS,
@@ -18,7 +19,19 @@ from kafka_trial.spark_analysis.read.history_parse import (
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A takeover of a transactional.id that completed `ok` (the nemesis op
+    hijack-txn) and names the producer session it fenced: from `time` on, that
+    session (`client`, as its send micro-ops carry it) holds a stale epoch."""
+
+    index: int
+    time: int
+    client: int
+    transactional_id: str | None
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,9 @@ class Frames:
     # have nothing to judge and plan nothing.
     app_present: bool = False
     app_output_polls: int = 0  # completed polls of the application's output drain
+    # The takeovers that fenced a named session, by time (none in most runs): the
+    # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
+    fences: tuple[Fence, ...] = ()
 
     def small(self, df: DataFrame) -> DataFrame:
         return _small(df)
@@ -139,6 +155,13 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & (F.col("f") == "txn")
         & (F.col("type") == "info"),
         "app_output_polls": completed & (F.col("f") == "poll") & _is_app_output(),
+        # Takeovers of a transactional.id that took effect: only then are the
+        # nemesis's lines read again for the sessions they fenced (`_fences`).
+        "fences": line
+        & ~F.col("damaged")
+        & (F.col("process") == "nemesis")
+        & (F.col("f") == TXN_FENCE_OP)
+        & (F.col("type") == "ok"),
         "app_starts": line & (F.col("f") == "app-start"),
         "app_offsets": completed & (F.col("f") == "group-offsets") & (F.col("role") == "app"),
         # `_rebalances`' rows.
@@ -150,6 +173,55 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
     }
     row = rows.agg(*[F.count(F.when(c, 1)).alias(k) for k, c in when.items()]).collect()[0]
     return {k: int(row[k]) for k in when}
+
+
+# What `_fences` reads of a nemesis line: the op's fields, and of its value the two a
+# takeover's completion names the fenced session by.
+_FENCE_LINE = StructType(
+    [
+        StructField("index", LongType()),
+        StructField("time", LongType()),
+        StructField("type", StringType()),
+        StructField("process", StringType()),
+        StructField("f", StringType()),
+        StructField(
+            "value",
+            StructType(
+                [
+                    StructField("client", LongType()),
+                    StructField("transactional_id", StringType()),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+def _fences(spark: SparkSession, path: str) -> tuple[Fence, ...]:
+    """The ok takeovers that name the session they fenced, by time. The flat rows keep
+    no nemesis value, so the few lines that mention the op are parsed again (as the
+    report reads the nemesis's ops); a line that does not parse, or names no client
+    (a history written before completions carried it), fences nothing."""
+    text = F.col("value")
+    line = F.from_json(text, _FENCE_LINE).alias("j")
+    rows = (
+        spark.read.text(path)
+        .filter(text.contains(f'"{TXN_FENCE_OP}"') & F.rtrim(text).endswith("}"))
+        .select(line)
+        .select("j.*")
+        .filter(
+            (F.col("process") == "nemesis")
+            & (F.col("f") == TXN_FENCE_OP)
+            & (F.col("type") == "ok")
+            & F.col("index").isNotNull()
+            & F.col("time").isNotNull()
+            & F.col("value.client").isNotNull()
+        )
+        .select("index", "time", "value.client", "value.transactional_id")
+        .collect()
+    )
+    fences = [Fence(r["index"], r["time"], r["client"], r["transactional_id"]) for r in rows]
+    return tuple(sorted(fences, key=lambda f: (f.time, f.index)))
 
 
 def _is_app_output() -> Column:
@@ -234,6 +306,12 @@ def _polled(completions: DataFrame, app_polls: bool) -> tuple[DataFrame, DataFra
     return records.filter(~_is_app_output()).cache(), app_output.cache()
 
 
+def _processed(ok: DataFrame) -> DataFrame:
+    """The records the ok process micro-ops hold: what group members handled."""
+    rows = ok.filter(F.col("f") == "process")
+    return _records(rows, "process", ["index", "process"]).drop("rpos")
+
+
 def _group_offsets(ok: DataFrame) -> DataFrame:
     return ok.filter(
         (F.col("f") == "group-offsets") & (F.col("kind") == "offset") & F.col("offset").isNotNull()
@@ -315,9 +393,6 @@ def load(
         "value", "topic", "partition", "offset", "index", "process", "type"
     )
     ok = completions.filter(F.col("type") == "ok")
-    processed = _records(ok.filter(F.col("f") == "process"), "process", ["index", "process"]).drop(
-        "rpos"
-    )
     return Frames(
         ops,
         damaged,
@@ -325,7 +400,7 @@ def load(
         attempted,
         sends,
         reads,
-        processed,
+        _processed(ok),
         _group_offsets(ok),
         _rebalances(ok),
         txn_polls,
@@ -344,4 +419,5 @@ def load(
         or (open_invokes > 0 and decided["txn_ops"] > 0),
         app_present=any(decided[k] for k in ("app_output_polls", "app_starts", "app_offsets")),
         app_output_polls=decided["app_output_polls"],
+        fences=_fences(spark, path) if decided["fences"] else (),
     )

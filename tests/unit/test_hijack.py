@@ -1,6 +1,7 @@
-"""hijack-txn on the in-memory cluster: which transactional.id it takes, what its
-completion records, that it never ends a silent ok, that a run without a
-transactional client is refused, and that a fenced worker goes on under its id.
+"""hijack-txn (and its other name, fence-txn-id) on the in-memory cluster: which
+transactional.id it takes, what its completion records (the session it fenced among
+it), that it never ends a silent ok, that a run without a transactional client is
+refused, and that a fenced worker goes on under its id as a new session.
 
 The hijacker's producer is librdkafka's, against its in-process mock cluster where a
 test needs init_transactions to return: client plumbing only, no Kafka claim (the
@@ -55,12 +56,15 @@ def _register(ids: list[str], boot: str, *names: str) -> None:
         TXN_IDS.register(
             tid, "copier" if "copier" in tid else "producer", {"bootstrap.servers": boot}
         )
+        # The session holding it: a client id of its own, as the workers name theirs.
+        TXN_IDS.session(tid, 100 + len(ids))
         ids.append(tid)
 
 
 def _hijack(tmp_path: Path, pick: int, package: HijackTxn | str = "hijack-txn") -> list[Any]:
     history = HistoryWriter(tmp_path / f"history-{pick}.jsonl", flush_s=0)
-    nem = Nemesis(FakeCluster(), history, NemesisSpec(faults=("hijack-txn",)), "trial")
+    name = package if isinstance(package, str) else package.name
+    nem = Nemesis(FakeCluster(), history, NemesisSpec(faults=(name,)), "trial")
     applied = nem.apply(package, pick=pick)
     assert applied.heal is None  # one-shot: nothing outstanding, nothing for the heal to do
     history.close()
@@ -78,6 +82,8 @@ def test_the_pick_chooses_a_running_id_and_the_completion_records_the_grant(
         assert done.type == "ok", done
         want = random.Random(pick).choice(sorted(names))
         assert done.value["transactional_id"] == want
+        # The session it fenced, as that session's sends name their client.
+        assert done.value["client"] == 100 + names.index(want)
         assert done.value["workload"] == ("copier" if "copier" in want else "producer")
         assert done.value["init_returned"] is True and done.value["closed"] is True
         assert 0 <= done.value["init_s"] < 30
@@ -87,6 +93,30 @@ def test_the_pick_chooses_a_running_id_and_the_completion_records_the_grant(
     (tmp_path / "again").mkdir()
     again = _hijack(tmp_path / "again", 3)
     assert again[1].value["transactional_id"] == random.Random(3).choice(sorted(names))
+
+
+def test_fence_txn_id_is_the_same_package_recorded_as_hijack_txn(
+    tmp_path: Path, mock_boot: str, ids: list[str]
+) -> None:
+    _register(ids, mock_boot, "kt-r4-0")
+    assert build_package("fence-txn-id", NemesisSpec(), "t") == HijackTxn(name="fence-txn-id")
+    invoke, done = _hijack(tmp_path, 0, "fence-txn-id")  # the ops read back are hijack-txn's
+    assert invoke.value == {"target": "transactional-id"}
+    assert done.type == "ok" and done.value["transactional_id"] == "kt-r4-0"
+    assert done.value["client"] == 100
+    with pytest.raises(TrialError, match=r"fence-txn-id takes over the transactional\.id"):
+        build_spec({"nemesis": {"faults": ["fence-txn-id"]}})
+    assert build_spec({"copier": {"workers": 1}, "nemesis": {"faults": ["fence-txn-id"]}})
+
+
+def test_an_id_whose_session_has_not_started_names_no_client(
+    tmp_path: Path, mock_boot: str, ids: list[str]
+) -> None:
+    # Registered as its worker starts, before its first init_transactions returned.
+    TXN_IDS.register("kt-r5-0", "producer", {"bootstrap.servers": mock_boot})
+    ids.append("kt-r5-0")
+    _invoke, done = _hijack(tmp_path, 0)
+    assert done.type == "ok" and "client" not in done.value
 
 
 def test_no_running_transactional_client_is_info_with_the_reason(tmp_path: Path) -> None:
@@ -177,8 +207,11 @@ def test_a_fenced_worker_records_info_and_goes_on_with_a_new_producer_under_its_
     handed = iter([_Producer(True, ctx.stop, commits), _Producer(False, ctx.stop, commits)])
     registered: list[list[str]] = []
 
+    sessions: list[list[int | None]] = []
+
     def new_producer() -> _Producer:
         registered.append([c.transactional_id for c in TXN_IDS.live()])
+        sessions.append([c.client for c in TXN_IDS.live()])
         return next(handed)
 
     monkeypatch.setattr(w, "_new_producer", new_producer)
@@ -194,3 +227,9 @@ def test_a_fenced_worker_records_info_and_goes_on_with_a_new_producer_under_its_
     assert done[0].process != done[1].process
     assert {m["outcome"] for m in done[0].value} == {"info"}
     assert commits == ["committed"]
+    # Each producer is a session of its own, named on its sends and, once its
+    # init_transactions returned, in the registry: the one a hijack would fence.
+    clients = [{m["client"] for m in o.value} for o in done]
+    assert clients == [{0}, {1}]
+    assert sessions == [[None], [0]]
+    assert [m["seq"] for o in done for m in o.value] == [0, 1, 0, 1]

@@ -60,9 +60,9 @@ def test_builders_cover_exactly_the_catalog() -> None:
 
 # client-pause acts on a client process, not the cluster: its tests are at the end;
 # the app-* packages act on the application on trial (test_nemesis_app.py), and
-# hijack-txn on a transactional client's id (test_hijack.py).
+# hijack-txn and fence-txn-id on a transactional client's id (test_hijack.py).
 @pytest.mark.parametrize(
-    "name", sorted(set(PACKAGES) - {"client-pause", "hijack-txn"} - APP_PACKAGES)
+    "name", sorted(set(PACKAGES) - {"client-pause", "hijack-txn", "fence-txn-id"} - APP_PACKAGES)
 )
 def test_every_package_applies_and_its_heal_makes_the_cluster_whole(
     tmp_path: Path, name: str

@@ -119,6 +119,13 @@ EXPECTED_PACKAGES = {
         "plain",
         "real",
     ),
+    "fence-txn-id": (
+        "fence-txn-id",
+        "`hijack-txn` under its other name: the same takeover, recorded as the op `hijack-txn`",
+        "none, as `hijack-txn`",
+        "plain",
+        "real",
+    ),
     "degrade": (
         "degrade",
         "add a toxic (`nemesis.degrade`) to the targeted brokers' client links",
@@ -192,10 +199,12 @@ EXPECTED_PACKAGES = {
     ),
     "packet": (
         "packet",
-        "lose or duplicate a share (`nemesis.packet.probability`) of the packets the targeted "
-        "brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules or a tbf qdisc "
-        "in each one's network namespace",
-        "remove them; the heal records how many packets they matched",
+        "lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one bit of "
+        "the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of the "
+        "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables "
+        "rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace",
+        "remove them and stop the helper; the heal records how many packets they matched and "
+        "what the helper did",
         "plain",
         "real",
     ),
@@ -305,8 +314,8 @@ EXPECTED_DOCKER_ONLY = {
     "wipe": "re-formats the broker's storage with the Docker kind's cluster id",
     "corrupt": "edits a stopped broker's segment in its Docker volume",
     "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
-    "packet": "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate or "
-    "bandwidth makes these on the node's own kernel",
+    "packet": "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate, "
+    "reorder, corrupt or bandwidth makes these on the node's own kernel",
     "reassign": "the reassignment goes through kafka-trial's Java admin tool, built against "
     "the Docker kind's Kafka jars",
     "voter-change": "changes the voter set through kafka-trial's Java admin tool, with the "
@@ -314,7 +323,14 @@ EXPECTED_DOCKER_ONLY = {
     "remove-broker": "empties and formats the broker's Docker volume for the fresh node",
 }
 
-EXPECTED_HARNESS_SIDE = ["app-kill", "app-pause", "app-restart", "client-pause", "hijack-txn"]
+EXPECTED_HARNESS_SIDE = [
+    "app-kill",
+    "app-pause",
+    "app-restart",
+    "client-pause",
+    "fence-txn-id",
+    "hijack-txn",
+]
 
 EXPECTED_FAULT_OPS = {
     "kill": "start",
@@ -383,6 +399,8 @@ EXPECTED_FAULT_TABLE = (
     "copier's `transactional.id` (the pick's choice), as Redpanda's hijack_tx_ids does: its "
     "init_transactions bumps the epoch and fences the live one; `info` if it did not return | "
     "none: the hijacker closes within the op, and the fenced client starts a new producer |\n"
+    "| `fence-txn-id` | `hijack-txn` under its other name: the same takeover, recorded as the "
+    "op `hijack-txn` | none, as `hijack-txn` |\n"
     "| `degrade` | add a toxic (`nemesis.degrade`) to the targeted brokers' client links | "
     "remove it |\n"
     "| `slow-follower` | the same toxic on one follower's fetch link to the leader (claim C15) | "
@@ -403,10 +421,11 @@ EXPECTED_FAULT_TABLE = (
     "faketime` | the true clock again |\n"
     "| `kill-leader` | SIGKILL the leader of `nemesis.target_partition` | start |\n"
     "| `isolate-broker` | `partition` with `isolate-random` only | restore |\n"
-    "| `packet` | lose or duplicate a share (`nemesis.packet.probability`) of the packets the "
-    "targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables rules or a tbf "
-    "qdisc in each one's network namespace | remove them; the heal records how many packets they "
-    "matched |\n"
+    "| `packet` | lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one "
+    "bit of the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of the "
+    "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables "
+    "rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace | remove them and "
+    "stop the helper; the heal records how many packets they matched and what the helper did |\n"
     "| `rolling-restart` | stop (SIGTERM: a controlled shutdown) and start each broker in turn, "
     "the next once every partition of the run's topic is back in sync | none: each broker starts "
     "again in its own step |\n"
@@ -446,8 +465,8 @@ EXPECTED_FAULT_TABLE = (
 )
 
 _VIA_DEGRADE = (
-    "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate or bandwidth "
-    "makes these on the node's own kernel"
+    "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate, reorder, "
+    "corrupt or bandwidth makes these on the node's own kernel"
 )
 _VIA_ADMIN_TOOL = (
     "the reassignment goes through kafka-trial's Java admin tool, built against the Docker "
@@ -497,6 +516,7 @@ EXPECTED_REFUSALS = {
     },
     "client-pause": {"docker": None, "ssh": None, "bootstrap": None, "k8s": None},
     "hijack-txn": {"docker": None, "ssh": None, "bootstrap": None, "k8s": None},
+    "fence-txn-id": {"docker": None, "ssh": None, "bootstrap": None, "k8s": None},
     "degrade": {
         "docker": None,
         "ssh": None,
@@ -630,6 +650,7 @@ EXPECTED_BUILT = {
     "'controller'), mode='drop', scope='all', name='client-partition')",
     "client-pause": "ClientPause(name='client-pause')",
     "hijack-txn": "HijackTxn(init_s=30.0, name='hijack-txn')",
+    "fence-txn-id": "HijackTxn(init_s=30.0, name='fence-txn-id')",
     "degrade": "Degrade(topic='trial', partition=0, toxic=Toxic(name='kt-latency', "
     "type='latency', stream='upstream', attributes={'latency': 15000, 'jitter': 0}, "
     "toxicity=1.0), links='client', roles=('random', 'leader', 'controller'), "
@@ -649,7 +670,7 @@ EXPECTED_BUILT = {
     "corrupt": "Corrupt(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
     "modes=('bitflip', 'truncate'), name='corrupt')",
     "packet": "PacketFault(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
-    "packet=PacketSpec(kind='loss', probability=0.2, kbit=256), name='packet')",
+    "packet=PacketSpec(kind='loss', kinds=(), probability=0.2, kbit=256, delay_ms=20), name='packet')",
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
@@ -677,6 +698,7 @@ EXPECTED_BUILDERS_ORDER = [
     "client-partition",
     "client-pause",
     "hijack-txn",
+    "fence-txn-id",
     "degrade",
     "slow-follower",
     "wipe",

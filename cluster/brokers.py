@@ -7,12 +7,13 @@ import io
 import json
 import shlex
 import tarfile
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from docker.errors import APIError, NotFound
-from docker.models.containers import Container
+from docker.models.containers import Container, ExecResult
 from kafka_trial.cluster.freezer import unpause
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient
 from kafka_trial.contracts.errors import TrialError
@@ -34,6 +35,13 @@ class Broker:
     client_ports: tuple[int, ...]  # host port of each client lane
     storage: str = "plain"  # cluster.storage: plain, or writeback (kt-lazyfs under the data)
     clock: str = "real"  # cluster.clock: real, or faketime (libfaketime in the JVM)
+    # An exec and a pause never overlap: an exec whose process joins the container's
+    # cgroup as it freezes sleeps there uninterruptibly, and the engine then holds the
+    # container, so its unpause and every inspect hang until that process thaws (seen:
+    # the observer's read of quorum-state racing a `pause`, docs/findings.md).
+    _engine: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     @property
     def client_port(self) -> int:
@@ -89,9 +97,7 @@ class Broker:
             )
         reply_file = f"/tmp/kt-lazyfs-reply-{uuid.uuid4().hex}.json"
         try:
-            res = self.container.exec_run(
-                [LAZYFS, "ctl", "--reply-file", reply_file, *command.split()]
-            )
+            res = self._exec([LAZYFS, "ctl", "--reply-file", reply_file, *command.split()])
         except APIError as e:
             raise TrialError(
                 f"kt-lazyfs {command!r} on broker {self.node_id}: {e.explanation or e}",
@@ -132,7 +138,7 @@ class Broker:
         """The broker JVM's wall clock offset from now on (libfaketime's file: written
         whole, then renamed, so no call reads half of it)."""
         self._clock_guard()
-        res = self.container.exec_run(
+        res = self._exec(
             [
                 "bash",
                 "-c",
@@ -180,7 +186,7 @@ class Broker:
             f"rm -f {started}; setsid bash -c {shlex.quote(loop)} </dev/null >/dev/null 2>&1 & "
             f"for _ in $(seq 100); do [[ -e {started} ]] && exit 0; sleep 0.05; done; exit 3"
         )
-        res = self.container.exec_run(["bash", "-c", starter])
+        res = self._exec(["bash", "-c", starter])
         if res.exit_code != 0:
             raise TrialError(
                 f"broker {self.node_id}'s clock strobe did not start (exit {res.exit_code}): "
@@ -213,7 +219,27 @@ class Broker:
         return None
 
     def pause(self) -> None:
-        self.container.pause()
+        with self._engine:
+            self.container.pause()
+
+    def exec_running(self, cmd: list[str]) -> ExecResult | None:
+        """`cmd` in the container if it is running, else None: for readers that run
+        beside the faults (the observer), which must never exec into a paused one."""
+        with self._engine:
+            if self.status() != "running":
+                return None
+            return self.container.exec_run(cmd)
+
+    def _exec(self, cmd: list[str]) -> ExecResult:
+        """`cmd` in the container for a fault's verb: refused, not hung, when the broker
+        is paused."""
+        with self._engine:
+            if self.status() == "paused":
+                raise TrialError(
+                    f"broker {self.node_id} is paused: nothing can be run in it",
+                    "resume it first (its pause's heal)",
+                )
+            return self.container.exec_run(cmd)
 
     def resume(self) -> str | None:
         """As `start`, for a paused broker only."""

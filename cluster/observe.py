@@ -90,14 +90,13 @@ class DockerNodes:
         return f"broker {b.node_id} exited: {last[:300]}"
 
     def quorum_state(self, node: int) -> str | None:
-        b = self.brokers[node]
-        if b.status() != "running":
-            return None
         try:
-            res = b.container.exec_run(["cat", QUORUM_STATE])
+            res = self.brokers[node].exec_running(["cat", QUORUM_STATE])
         except (APIError, NotFound):
             return None
-        return res.output.decode(errors="replace") if res.exit_code == 0 else None
+        if res is None or res.exit_code != 0:
+            return None
+        return res.output.decode(errors="replace")
 
 
 @dataclass

@@ -172,6 +172,37 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("lost-write",),
     ),
+    "reassign": Claim(
+        "reassign",
+        "a partition reassignment under acks=all loses no acknowledged write, even with "
+        "the partition's leader killed while its replicas move",
+        "none",
+        ("lost-write",),
+    ),
+    "packet": Claim(
+        "packet",
+        "packet loss, duplication and reordering below TCP never duplicate, reorder or lose "
+        "acknowledged records with the idempotent producer: TCP turns them into "
+        "retransmissions and latency",
+        "none",
+        ("lost-write", "duplicate", "reorder", "client-reorder"),
+    ),
+    "fence-txn-id": Claim(
+        "fence-txn-id",
+        "a fenced producer's late writes never land: once another producer has taken over "
+        "its transactional.id, no transaction it begins commits, and nothing it aborted is "
+        "read",
+        "none",
+        ("fenced-write", "aborted-read", "torn-txn"),
+    ),
+    "voter-change": Claim(
+        "voter",
+        "a KRaft voter removed and added back during a network partition keeps the metadata "
+        "log whole: back as a voter, it holds the log to the high watermark, and no "
+        "acknowledged write is lost",
+        "none",
+        ("lost-write",),
+    ),
     "clock-txn": Claim(
         "clock-txn",
         "a transaction coordinator's clock jump aborts transactions it thinks timed out, "

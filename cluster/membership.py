@@ -60,10 +60,13 @@ class DockerMembership:
     def quorum(self) -> Quorum:
         got = self._call("quorum")
         leader = int(got["leader"])
+        hw = got.get("hw")
         return Quorum(
             leader if leader >= 0 else None,
             {int(k): str(v) for k, v in got["voters"].items()},
             {int(k): str(v) for k, v in got["observers"].items()},
+            int(hw) if hw is not None and int(hw) >= 0 else None,
+            {int(k): int(v) for k, v in got.get("ends", {}).items()},
         )
 
     def _dynamic(self, what: str) -> None:
@@ -81,9 +84,8 @@ class DockerMembership:
         """The node's metadata log directory id, as its meta.properties says; where the
         broker cannot be asked (it is down), the one its storage was formatted with
         (`formatted`), else an error."""
-        b = self.brokers[node]
-        if b.status() == "running":
-            res = b.container.exec_run(["cat", f"{DATA_DIR}/meta.properties"])
+        res = self.brokers[node].exec_running(["cat", f"{DATA_DIR}/meta.properties"])
+        if res is not None:
             found = _directory_id(res.output.decode(errors="replace"))
             if res.exit_code == 0 and found:
                 return found
@@ -108,6 +110,7 @@ class DockerMembership:
                         "directory_id": directory,
                         "voters": sorted(q.voters),
                         "took_s": round(time.monotonic() - t0, 2),
+                        **self._whole_log(timeout_s),
                     }
                 self._call("add-voter", str(node), directory, *endpoint)
             except RuntimeError as e:
@@ -117,6 +120,26 @@ class DockerMembership:
                     f"node {node} not a voter again {timeout_s:.0f} s on (last answer: {last})"
                 )
             time.sleep(POLL_S)
+
+    def _whole_log(self, timeout_s: float) -> dict[str, Any]:
+        """Waits until every voter holds the metadata log up to the high watermark, as
+        the leader last heard: what says the change kept the log whole. Raises if one
+        has not within the timeout, with the offsets it showed."""
+        t0 = time.monotonic()
+        q = self.quorum()
+        while not q.caught_up():
+            if time.monotonic() - t0 > timeout_s:
+                raise RuntimeError(
+                    f"the voters' metadata logs did not reach the high watermark "
+                    f"{q.high_watermark} within {timeout_s:.0f} s: log ends {q.log_ends}"
+                )
+            time.sleep(POLL_S)
+            q = self.quorum()
+        return {
+            "high_watermark": q.high_watermark,
+            "log_ends": {str(k): v for k, v in sorted(q.log_ends.items())},
+            "caught_up_s": round(time.monotonic() - t0, 2),
+        }
 
     def replace_voter(self, node: int, timeout_s: float) -> dict[str, Any]:
         """The node's new replica (its storage replaced) voting in its old one's place:

@@ -764,6 +764,89 @@ ALL_PRESETS: tuple[Preset, ...] = (
             "check": {"allowed": ["lost-write"]},
         },
     ),
+    # A reassignment that copies data: two replicas of three brokers, so the move adds
+    # one to the broker that held none and drops one, while the leader may be killed
+    # mid-move (the seed interleaves the two).
+    Preset(
+        "reassign",
+        sets="acks=all, idempotence, RF 2 of 3 brokers, min.isr 2, no unclean election",
+        runs=(
+            "reassign (a replica moved to the broker that held none) and kill-leader, interleaved"
+        ),
+        config={
+            "topic": {
+                "replication_factor": 2,
+                "min_insync_replicas": 2,
+                "unclean_leader_election": False,
+            },
+            "producer": {"acks": "all", "idempotence": True},
+            "nemesis": {
+                "faults": ["reassign", "kill"],
+                "targets": ["leader"],
+                "fault_s": 8,
+                "quiet_s": 6,
+            },
+            "check": {"allowed": []},
+        },
+    ),
+    # Below TCP: the packets a broker sends lost, cloned or held back, one kind per
+    # fault. TCP should hide all of it from Kafka as retransmissions and latency.
+    Preset(
+        "packet",
+        sets="acks=all, idempotence, 5 in flight, RF 3, min.isr 2",
+        runs=(
+            "packet: 20% of what the leader or a random broker sends lost, duplicated or "
+            "held back 20 ms (reordered), one kind per fault"
+        ),
+        config={
+            "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+            "producer": {"acks": "all", "idempotence": True, "max_in_flight": 5},
+            "nemesis": {
+                "faults": ["packet"],
+                "targets": ["leader", "random"],
+                "packet": {"kinds": ["loss", "duplicate", "reorder"], "probability": 0.2},
+                "fault_s": 8,
+                "quiet_s": 6,
+            },
+            "check": {"allowed": []},
+        },
+    ),
+    # Fencing: a second producer takes a live transactional producer's id over while
+    # it writes (Redpanda's hijack_tx_ids); a read_committed consumer reads on.
+    Preset(
+        "fence-txn-id",
+        sets="transactions over 3 partitions, 10% aborted; a read_committed consumer",
+        runs=(
+            "fence-txn-id: another producer's init_transactions with a running producer's "
+            "transactional.id, which fences it"
+        ),
+        config={
+            "producer": {"transactional": True, "abort_fraction": 0.1, "txn_partitions": 3},
+            "consumer": {"workers": 1, "isolation_level": "read_committed"},
+            "nemesis": {"faults": ["fence-txn-id"], "fault_s": 4, "quiet_s": 4},
+            "check": {"allowed": []},
+        },
+    ),
+    # KIP-853: a voter leaves and comes back while a broker is cut off; the heal waits
+    # until every voter holds the metadata log up to the high watermark.
+    Preset(
+        "voter-change",
+        sets=(
+            "acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum (KIP-853, "
+            "cluster.quorum dynamic)"
+        ),
+        runs=(
+            "voter-change (the quorum leader or another voter removed, then added back) "
+            "and a network partition, interleaved"
+        ),
+        config={
+            "cluster": {"quorum": "dynamic"},
+            "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+            "producer": {"acks": "all", "idempotence": True},
+            "nemesis": {"faults": ["voter-change", "partition"], "fault_s": 8, "quiet_s": 6},
+            "check": {"allowed": []},
+        },
+    ),
 )
 
 # Every claim is some preset's: one without would be a claim nothing puts on trial.
@@ -806,6 +889,10 @@ _TABLE_ORDER = (
     "power-loss-one",
     "corrupt",
     "last-replica",
+    "reassign",
+    "packet",
+    "voter-change",
+    "fence-txn-id",
 )
 if sorted(_TABLE_ORDER) != sorted(PRESETS):
     raise ImportError(f"_TABLE_ORDER and the presets disagree: {set(_TABLE_ORDER) ^ set(PRESETS)}")

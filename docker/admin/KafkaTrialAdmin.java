@@ -143,7 +143,21 @@ final class Membership {
         QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get(30, TimeUnit.SECONDS);
         System.out.println("{\"leader\":" + q.leaderId() + ",\"epoch\":" + q.leaderEpoch()
             + ",\"voters\":" + replicas(q.voters()) + ",\"observers\":"
-            + replicas(q.observers()) + "}");
+            + replicas(q.observers()) + ",\"hw\":" + q.highWatermark()
+            + ",\"ends\":" + ends(q.voters()) + "}");
+    }
+
+    // Each voter's metadata log end offset as the leader last heard it (-1: unknown),
+    // against the quorum's high watermark: whether every voter holds the whole log.
+    private static String ends(List<QuorumInfo.ReplicaState> states) {
+        StringBuilder out = new StringBuilder("{");
+        for (QuorumInfo.ReplicaState r : states) {
+            if (out.length() > 1) {
+                out.append(',');
+            }
+            out.append('"').append(r.replicaId()).append("\":").append(r.logEndOffset());
+        }
+        return out.append('}').toString();
     }
 
     private static String replicas(List<QuorumInfo.ReplicaState> states) {

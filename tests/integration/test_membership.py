@@ -5,6 +5,7 @@ pick hits is read from the op, not assumed."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -83,6 +84,12 @@ def test_a_voter_is_removed_and_added_back(cluster: Cluster, rec: NemesisRecorde
     (healed,) = _completions(rec, "voter-add")
     assert healed.type == "ok", healed
     assert cluster.quorum().voters == before.voters  # the same voters, the same directories
+    # The metadata log whole: the heal waited until every voter, the returned one too,
+    # held it to the high watermark, and recorded what the leader reported.
+    added = json.dumps(healed.value)
+    assert '"high_watermark"' in added and '"log_ends"' in added, added
+    q = cluster.quorum()
+    assert q.high_watermark is not None and set(q.log_ends) == set(q.voters)
     assert cluster.await_in_sync(TOPIC.name, 60)
 
 

@@ -523,6 +523,50 @@ EXPECTED_PRESETS = {
         },
         "check": {"allowed": ["lost-write"]},
     },
+    "reassign": {
+        "name": "reassign",
+        "topic": {
+            "replication_factor": 2,
+            "min_insync_replicas": 2,
+            "unclean_leader_election": False,
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {
+            "faults": ["reassign", "kill"],
+            "targets": ["leader"],
+            "fault_s": 8,
+            "quiet_s": 6,
+        },
+        "check": {"allowed": []},
+    },
+    "packet": {
+        "name": "packet",
+        "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True, "max_in_flight": 5},
+        "nemesis": {
+            "faults": ["packet"],
+            "targets": ["leader", "random"],
+            "packet": {"kinds": ["loss", "duplicate", "reorder"], "probability": 0.2},
+            "fault_s": 8,
+            "quiet_s": 6,
+        },
+        "check": {"allowed": []},
+    },
+    "fence-txn-id": {
+        "name": "fence-txn-id",
+        "producer": {"transactional": True, "abort_fraction": 0.1, "txn_partitions": 3},
+        "consumer": {"workers": 1, "isolation_level": "read_committed"},
+        "nemesis": {"faults": ["fence-txn-id"], "fault_s": 4, "quiet_s": 4},
+        "check": {"allowed": []},
+    },
+    "voter-change": {
+        "name": "voter-change",
+        "cluster": {"quorum": "dynamic"},
+        "topic": {"replication_factor": 3, "min_insync_replicas": 2},
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {"faults": ["voter-change", "partition"], "fault_s": 8, "quiet_s": 6},
+        "check": {"allowed": []},
+    },
 }
 
 EXPECTED_PRESET_ORDER = [
@@ -555,6 +599,10 @@ EXPECTED_PRESET_ORDER = [
     "last-replica",
     "clock-txn",
     "clock-retention",
+    "reassign",
+    "packet",
+    "fence-txn-id",
+    "voter-change",
 ]
 
 EXPECTED_PRESET_WORDS = {
@@ -664,6 +712,26 @@ EXPECTED_PRESET_WORDS = {
         "last-replica-power-loss: ISR shrunk to the leader, the leader's power "
         "lost, the followers back; 20 s to elect",
     ),
+    "reassign": (
+        "acks=all, idempotence, RF 2 of 3 brokers, min.isr 2, no unclean election",
+        "reassign (a replica moved to the broker that held none) and kill-leader, interleaved",
+    ),
+    "packet": (
+        "acks=all, idempotence, 5 in flight, RF 3, min.isr 2",
+        "packet: 20% of what the leader or a random broker sends lost, duplicated or held back 20 "
+        "ms (reordered), one kind per fault",
+    ),
+    "voter-change": (
+        "acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum (KIP-853, cluster.quorum "
+        "dynamic)",
+        "voter-change (the quorum leader or another voter removed, then added back) and a network "
+        "partition, interleaved",
+    ),
+    "fence-txn-id": (
+        "transactions over 3 partitions, 10% aborted; a read_committed consumer",
+        "fence-txn-id: another producer's init_transactions with a running producer's "
+        "transactional.id, which fences it",
+    ),
 }
 
 EXPECTED_WORDS_ORDER = [
@@ -696,6 +764,10 @@ EXPECTED_WORDS_ORDER = [
     "power-loss-one",
     "corrupt",
     "last-replica",
+    "reassign",
+    "packet",
+    "voter-change",
+    "fence-txn-id",
 ]
 
 EXPECTED_CLAIMS = {
@@ -891,6 +963,36 @@ EXPECTED_CLAIMS = {
         "anomaly",
         ("G1c", "G1c-process", "G1c-realtime"),
     ),
+    "reassign": (
+        "reassign",
+        "a partition reassignment under acks=all loses no acknowledged write, even with the "
+        "partition's leader killed while its replicas move",
+        "none",
+        ("lost-write",),
+    ),
+    "packet": (
+        "packet",
+        "packet loss, duplication and reordering below TCP never duplicate, reorder or lose "
+        "acknowledged records with the idempotent producer: TCP turns them into retransmissions "
+        "and latency",
+        "none",
+        ("lost-write", "duplicate", "reorder", "client-reorder"),
+    ),
+    "voter-change": (
+        "voter",
+        "a KRaft voter removed and added back during a network partition keeps the metadata log "
+        "whole: back as a voter, it holds the log to the high watermark, and no acknowledged write"
+        " is lost",
+        "none",
+        ("lost-write",),
+    ),
+    "fence-txn-id": (
+        "fence-txn-id",
+        "a fenced producer's late writes never land: once another producer has taken over its "
+        "transactional.id, no transaction it begins commits, and nothing it aborted is read",
+        "none",
+        ("fenced-write", "aborted-read", "torn-txn"),
+    ),
 }
 
 EXPECTED_PRESET_TABLE = (
@@ -960,7 +1062,19 @@ EXPECTED_PRESET_TABLE = (
     "restarted; 12 s apart |\n"
     "| `last-replica` | KIP-966 | acks=all, idempotence, RF 3, min.isr 2, no unclean election, "
     "one partition; replica.lag.time.max.ms 5 s; brokers on kt-lazyfs | last-replica-power-loss: "
-    "ISR shrunk to the leader, the leader's power lost, the followers back; 20 s to elect |"
+    "ISR shrunk to the leader, the leader's power lost, the followers back; 20 s to elect |\n"
+    "| `reassign` | reassign | acks=all, idempotence, RF 2 of 3 brokers, min.isr 2, no unclean "
+    "election | reassign (a replica moved to the broker that held none) and kill-leader, "
+    "interleaved |\n"
+    "| `packet` | packet | acks=all, idempotence, 5 in flight, RF 3, min.isr 2 | packet: 20% of "
+    "what the leader or a random broker sends lost, duplicated or held back 20 ms (reordered), one"
+    " kind per fault |\n"
+    "| `voter-change` | voter | acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum "
+    "(KIP-853, cluster.quorum dynamic) | voter-change (the quorum leader or another voter removed,"
+    " then added back) and a network partition, interleaved |\n"
+    "| `fence-txn-id` | fence-txn-id | transactions over 3 partitions, 10% aborted; a "
+    "read_committed consumer | fence-txn-id: another producer's init_transactions with a "
+    "running producer's transactional.id, which fences it |"
 )
 
 EXPECTED_PLANNED = ()

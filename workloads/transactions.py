@@ -228,14 +228,19 @@ class TxnWorker:
                     error += f",abort failed: {e2.args[0].name()}"
         except BufferError:
             error, outcome = "_QUEUE_FULL", "info"
+        except SystemError as e:
+            # The binding raised for a callback of its own (seen in a fence-txn-id run:
+            # a flush of a producer being fenced, inside its librdkafka log callback).
+            # What the transaction did is unknown; run() takes a new producer.
+            error, outcome = f"SystemError: {e}"[:200], "info"
         try:
             producer.poll(0)
-        except KafkaException as e:
+        except (KafkaException, SystemError) as e:
             # A fatal error (fenced when the coordinator aborted the transaction on its
             # timeout) is raised by poll too. The op's outcome stands, and run() takes
             # a new producer after an info op; uncaught, it ended the worker's thread
             # with the op open (clock-txn, docs/findings.md).
-            error = error or e.args[0].name()
+            error = error or (e.args[0].name() if isinstance(e, KafkaException) else str(e))
         done = [m.done(outcome, offsets[i], m.partition) for i, m in enumerate(sends)]
         self.ctx.acks_for(self.topic.name).record_sends(done)
         polled = [Poll(tuple(read))] if reader is not None else []

@@ -58,3 +58,33 @@ def test_a_fenced_commit_completes_the_op_info_even_when_poll_raises(tmp_path: P
     assert [(o.type, o.f, o.process) for o in ops] == [("invoke", "txn", 7), ("info", "txn", 7)]
     assert ops[1].error == "_FENCED"
     assert {m["outcome"] for m in ops[1].value} == {"info"}
+
+
+class BindingErrorAtFlush(FencedAtCommit):
+    """A flush that raises SystemError, as confluent-kafka 2.16.1 did once inside its
+    log callback while the producer was being fenced (a fence-txn-id run)."""
+
+    def flush(self, *_a: Any) -> int:
+        raise SystemError("<class 'logging.LogRecord'> returned a result with an exception set")
+
+    def poll(self, *_a: Any) -> int:
+        raise SystemError("again")
+
+
+def test_a_binding_error_completes_the_op_info_and_the_worker_goes_on(tmp_path: Path) -> None:
+    spec = build_spec(
+        {
+            "producer": {"transactional": True, "batch": 3, "abort_fraction": 1.0},
+            "topic": {"name": "t"},
+        }
+    )
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    ctx = ClientContext(h, lambda _lane: "")
+    w = TxnWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic, "kt-test-0")
+    outcome = w._txn_op(BindingErrorAtFlush(), None, 7, random.Random(1))  # type: ignore[arg-type]
+    assert outcome == "info"
+    h.close()
+    ops = read_history(tmp_path / "history.jsonl").ops
+    assert [(o.type, o.f) for o in ops] == [("invoke", "txn"), ("info", "txn")]
+    assert ops[1].error is not None and ops[1].error.startswith("SystemError: <class")
+    assert {m["outcome"] for m in ops[1].value} == {"info"}

@@ -670,7 +670,8 @@ EXPECTED_BUILT = {
     "corrupt": "Corrupt(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
     "modes=('bitflip', 'truncate'), name='corrupt')",
     "packet": "PacketFault(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
-    "packet=PacketSpec(kind='loss', kinds=(), probability=0.2, kbit=256, delay_ms=20), name='packet')",
+    "packet=PacketSpec(kind='loss', kinds=(), probability=0.2, kbit=256, delay_ms=20), "
+    "name='packet')",
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",

@@ -46,15 +46,21 @@ class FencedAtCommit:
         return 0
 
 
-def test_a_fenced_commit_completes_the_op_info_even_when_poll_raises(tmp_path: Path) -> None:
-    spec = build_spec({"producer": {"transactional": True, "batch": 3}, "topic": {"name": "t"}})
+def _one_op(tmp_path: Path, producer: object, **settings: Any) -> list:
+    """One txn op of a worker with this producer stand-in: it must end info; the ops."""
+    spec = build_spec(
+        {"producer": {"transactional": True, "batch": 3, **settings}, "topic": {"name": "t"}}
+    )
     h = HistoryWriter(tmp_path / "history.jsonl")
     ctx = ClientContext(h, lambda _lane: "")
     w = TxnWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic, "kt-test-0")
-    outcome = w._txn_op(FencedAtCommit(), None, 7, random.Random(1))  # type: ignore[arg-type]
-    assert outcome == "info"
+    assert w._txn_op(producer, None, 7, random.Random(1)) == "info"  # type: ignore[arg-type]
     h.close()
-    ops = read_history(tmp_path / "history.jsonl").ops
+    return read_history(tmp_path / "history.jsonl").ops
+
+
+def test_a_fenced_commit_completes_the_op_info_even_when_poll_raises(tmp_path: Path) -> None:
+    ops = _one_op(tmp_path, FencedAtCommit())
     assert [(o.type, o.f, o.process) for o in ops] == [("invoke", "txn", 7), ("info", "txn", 7)]
     assert ops[1].error == "_FENCED"
     assert {m["outcome"] for m in ops[1].value} == {"info"}
@@ -72,19 +78,7 @@ class BindingErrorAtFlush(FencedAtCommit):
 
 
 def test_a_binding_error_completes_the_op_info_and_the_worker_goes_on(tmp_path: Path) -> None:
-    spec = build_spec(
-        {
-            "producer": {"transactional": True, "batch": 3, "abort_fraction": 1.0},
-            "topic": {"name": "t"},
-        }
-    )
-    h = HistoryWriter(tmp_path / "history.jsonl")
-    ctx = ClientContext(h, lambda _lane: "")
-    w = TxnWorker(ctx, Lane.of(ctx, 0), spec.producer, spec.topic, "kt-test-0")
-    outcome = w._txn_op(BindingErrorAtFlush(), None, 7, random.Random(1))  # type: ignore[arg-type]
-    assert outcome == "info"
-    h.close()
-    ops = read_history(tmp_path / "history.jsonl").ops
+    ops = _one_op(tmp_path, BindingErrorAtFlush(), abort_fraction=1.0)
     assert [(o.type, o.f) for o in ops] == [("invoke", "txn"), ("info", "txn")]
     assert ops[1].error is not None and ops[1].error.startswith("SystemError: <class")
     assert {m["outcome"] for m in ops[1].value} == {"info"}

@@ -269,7 +269,9 @@ def _counts(res: Results) -> dict[str, int | None]:
     return ran(res)
 
 
-# Presets the storage campaign runs (examples/campaigns/storage.yaml), and hunts
+# Presets the storage campaign runs (examples/campaigns/storage.yaml), the membership
+# campaign (examples/campaigns/membership.yaml; its packages have real tests of their
+# own in test_faults, test_membership and test_fenced_write), and hunts
 # (examples/campaigns/hunt-*.yaml), not this one.
 ELSEWHERE = {
     "eos-failover",
@@ -280,6 +282,10 @@ ELSEWHERE = {
     "last-replica",
     "clock-txn",
     "clock-retention",
+    "reassign",
+    "packet",
+    "fence-txn-id",
+    "voter-change",
 }
 
 

@@ -157,9 +157,14 @@ class _LostOutput:
     """A container whose docker exec ends with exit 0 and no output, as Docker's did
     under load in CI; the reply file holds what ctl answered, or is missing."""
 
+    status = "running"  # a fault's exec asks first (Broker._exec)
+
     def __init__(self, reply: str | None) -> None:
         self.reply = reply
         self.asked: list[str] = []
+
+    def reload(self) -> None:
+        pass
 
     def exec_run(self, cmd: list[str]) -> SimpleNamespace:
         self.path = cmd[cmd.index("--reply-file") + 1]
@@ -195,8 +200,13 @@ class _LocalShell:
     """A container whose exec runs the command in this machine's bash, with the
     clock files moved under a temporary directory: the strobe's own script, run."""
 
+    status = "running"  # a fault's exec asks first (Broker._exec)
+
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    def reload(self) -> None:
+        pass
 
     def exec_run(self, cmd: list[str]) -> SimpleNamespace:
         script = cmd[-1].replace("/run/", f"{self.root}/")

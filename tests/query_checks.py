@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kafka_trial.spark_analysis.checks.reads import _pairs, known_between
-from kafka_trial.spark_analysis.facts.derived import acked_sends, version_order, writes
+from kafka_trial.spark_analysis.checks.reads import rebalance_events
+from kafka_trial.spark_analysis.facts.derived import (
+    acked_sends,
+    committed_sends,
+    never_written_values,
+    version_order,
+    writes,
+)
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -155,3 +161,178 @@ def send_positions(fr: AnalysisFrames) -> DataFrame:
         .filter(F.col("at").isNotNull())
         .drop("found")
     )
+
+
+def _consecutive_reads(fr: AnalysisFrames) -> DataFrame:
+    """Each judged read paired with the previous read of the same process and
+    partition, within one assignment: a rebalance legitimately moves a consumer's
+    position. `prev_index` is the op of the previous read: equal to `index` within
+    one op. Only poll ops: a transaction's reads (the copier's, or a producer's
+    txn_poll, which seeks to its own sends on purpose) make no promise about position.
+    The records of a partition in the poll during which it moved are neither judged
+    nor a previous read: the history does not say which of them came before the move
+    and which after, so the new assignment's position is known from the next read on."""
+    reads = fr.reads.filter(F.col("f") == "poll").drop("f")
+    # With no assignment ever moved (no group, or assign mode) every read is judged,
+    # and the window needs no exchange for the union of the epoch starts.
+    rows = reads if not fr.rebalanced else _with_epoch_starts(fr, reads)
+    # An op may hold several poll micro-ops, each numbering its records from 0: a
+    # record's place in its op is (micro-op, record), not the record's number alone.
+    w = Window.partitionBy("process", *TP).orderBy("index", "mpos", "rpos")
+    return (
+        rows.withColumn("prev_rpos", F.lag("rpos").over(w))
+        .withColumn("prev_offset", F.lag("offset").over(w))
+        .withColumn("prev_value", F.lag("value").over(w))
+        .withColumn("prev_index", F.lag("index").over(w))
+        .filter((F.col("rpos") >= 0) & (F.col("prev_rpos") >= 0) & F.col("prev_offset").isNotNull())
+        .drop("prev_rpos")
+    )
+
+
+def _with_epoch_starts(fr: AnalysisFrames, reads: DataFrame) -> DataFrame:
+    """`reads` less the exempt records, plus one row per rebalance event and topic
+    that starts a new assignment of a partition."""
+    # Computed once: exempt, moved and starts below each read it.
+    events = rebalance_events(fr)
+    exempt = (
+        events.filter(F.col("exempt"))
+        .select("process", F.col("at").alias("index"), "partition")
+        .distinct()
+    )
+    kept = reads.join(fr.small(exempt), ["process", "index", "partition"], "left_anti")
+    # An event names a partition number, not its topic: it starts a new assignment of
+    # that partition of every topic its process read. Only processes with events are
+    # looked at for those topics.
+    moved = events.select("process").distinct()
+    read_topics = (
+        kept.join(fr.small(moved), "process", "left_semi").select(*TP, "process").distinct()
+    )
+    # An event row sorts before every record of its `at` op (rpos -1) and has no
+    # offset, so the read after it has no previous read: one window over each
+    # process's partition, where an epoch number needed a second one.
+    starts = events.join(read_topics, ["process", "partition"]).select(
+        "process",
+        *TP,
+        F.col("at").alias("index"),
+        F.lit(-1).cast("int").alias("mpos"),
+        F.lit(-1).cast("int").alias("rpos"),
+    )
+    return kept.unionByName(starts, allowMissingColumns=True)
+
+
+def _pairs(fr: AnalysisFrames, within_op: bool) -> DataFrame:
+    """Consecutive reads whose previous read is in the same op, or in an earlier one."""
+    same_op = F.col("prev_index") == F.col("index")
+    return fr.shared("consecutive", lambda: _consecutive_reads(fr)).filter(
+        same_op if within_op else ~same_op
+    )
+
+
+# Gaps up to this many offsets are joined offset by offset.
+_LISTED_GAP = 10_000
+# Up to this many listed offsets are a broadcast join's side (a few MB on the driver).
+_BROADCAST_ROWS = 200_000
+
+
+def _known_positions(fr: AnalysisFrames) -> DataFrame:
+    """Every offset known to hold a record, with its value: the offsets of sends that
+    must have committed, and of every record any ok read returned (any process or role, the final
+    drain's included), as Jepsen knows positions from reads and acknowledged writes.
+    A position nobody read or acknowledged (a transaction marker, a write whose
+    outcome is unknown and nobody read) is no skip, and neither is a record of a
+    transaction that never committed: a read_uncommitted consumer returns it, and a
+    read_committed one (the final drain always) is right to jump over it."""
+    acked = (
+        committed_sends(fr)
+        .filter(F.col("offset").isNotNull() & F.col("partition").isNotNull())
+        .select(*TP, "offset", "value")
+    )
+    # left_anti keeps records whose value did not decode (null matches nothing).
+    read = fr.reads.select(*TP, "offset", "value").join(
+        never_written_values(fr), "value", "left_anti"
+    )
+    return acked.unionByName(read)
+
+
+def _skips(fr: AnalysisFrames, within_op: bool) -> DataFrame:
+    """Consecutive reads that jumped over offsets known to hold a record:
+    `skipped_offsets`, and `skipped_values`, what they are known to hold (a record
+    whose value did not decode adds its offset, not a value)."""
+    keys = ["index", "process", *TP, "prev_offset", "offset"]
+    if not within_op:
+        keys.insert(0, "prev_index")
+    gaps = _pairs(fr, within_op).filter(F.col("offset") > F.col("prev_offset") + 1).select(*keys)
+    known = _known_positions(fr).select(
+        *TP, F.col("offset").alias("skipped_offset"), F.col("value").alias("skipped_value")
+    )
+    return known_between(gaps, keys, known)
+
+
+def known_between(
+    gaps: DataFrame, keys: list[str], known: DataFrame, other_than: tuple[str, ...] = ()
+) -> DataFrame:
+    """The `gaps` rows (`keys`, among them topic, partition, prev_offset and offset)
+    with an offset of `known` (topic, partition, skipped_offset, skipped_value)
+    strictly between prev_offset and offset, with `skipped_values` and
+    `skipped_offsets`: what they jumped over. A known record whose value is in one of
+    the `other_than` key columns does not count (a copy of one end of the gap)."""
+    # A gap is usually one transaction marker: listing the offsets inside it keeps the
+    # join near the number of gaps, where a range join pairs every gap with every
+    # known offset of its partition. The few wide gaps (a reset, a damaged offset)
+    # would list too many: they take the range join.
+    wide = F.col("offset") - F.col("prev_offset") > _LISTED_GAP
+    listed = gaps.filter(~wide).select(
+        *keys,
+        F.explode(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)).alias(
+            "skipped_offset"
+        ),
+    )
+    # Counted first, in one job (the pairs are cached): most histories have no gap,
+    # or few, and then the known positions are not sorted for a join, only scanned once.
+    sizes = gaps.agg(
+        F.sum(
+            F.when(~wide, F.size(F.sequence(F.col("prev_offset") + 1, F.col("offset") - 1)))
+        ).alias("listed"),
+        F.count(F.when(wide, 1)).alias("wide"),
+    ).collect()[0]
+    n_listed = sizes["listed"] or 0
+    found: list[DataFrame] = []
+    if n_listed:
+        small = F.broadcast(listed) if n_listed <= _BROADCAST_ROWS else listed
+        found.append(small.join(known, [*TP, "skipped_offset"]))
+    if sizes["wide"]:
+        found.append(
+            gaps.filter(wide)
+            .join(known, TP)
+            .filter(
+                (F.col("skipped_offset") > F.col("prev_offset"))
+                & (F.col("skipped_offset") < F.col("offset"))
+            )
+        )
+    if not found:
+        return gaps.filter(F.lit(False)).select(
+            *keys,
+            F.array().cast("array<bigint>").alias("skipped_values"),
+            F.array().cast("array<bigint>").alias("skipped_offsets"),
+        )
+    hits = found[0] if len(found) == 1 else found[0].unionByName(found[1])
+    for c in other_than:
+        hits = hits.filter(~F.col("skipped_value").eqNullSafe(F.col(c)))
+    return hits.groupBy(*keys).agg(
+        F.sort_array(F.collect_set("skipped_value")).alias("skipped_values"),
+        F.sort_array(F.collect_set("skipped_offset")).alias("skipped_offsets"),
+    )
+
+
+@query("poll-skip")
+def poll_skip(fr: AnalysisFrames) -> DataFrame:
+    """A consumer's read jumped, from its previous read in an earlier op, over an
+    offset known to hold a record (acknowledged, or read by anyone)."""
+    return _skips(fr, within_op=False)
+
+
+@query("int-poll-skip")
+def int_poll_skip(fr: AnalysisFrames) -> DataFrame:
+    """Within one op, consecutive records of a partition jumped over an offset known
+    to hold a record (acknowledged, or read by anyone)."""
+    return _skips(fr, within_op=True)

@@ -35,7 +35,10 @@ KERNEL_CHECKS = (
     "int-nonmonotonic-poll",
     "int-nonmonotonic-send",
     "int-send-skip",
+    "poll-skip",
+    "int-poll-skip",
 )
+READ_CHECKS = {"nonmonotonic-poll", "int-nonmonotonic-poll", "poll-skip", "int-poll-skip"}
 OUT_SCHEMA = "type string, key string, detail string"
 _OUT = pa.schema([("type", pa.string()), ("key", pa.string()), ("detail", pa.string())])
 NULL = np.iinfo(np.int64).min  # a null long, in the int64 arrays the kernel works on
@@ -46,18 +49,19 @@ class Config:
     """What every partition's kernel needs from the whole history: the checks to run,
     and the rebalance events (process, partition number, `at`: the op from which the
     new assignment holds, `exempt`: whether `at` is a poll whose records of that
-    partition are not judged), as checks/reads.py's `_rebalance_events` finds them."""
+    partition are not judged), as checks/reads.py's `rebalance_events` finds them."""
 
     checks: tuple[str, ...]
     events: tuple[tuple[str, int, int, bool], ...] = ()
-    _by_part: dict[int, list[tuple[str, int, bool]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _by_part: dict[int, list[tuple[str, int, bool]]] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_part: dict[int, list[tuple[str, int, bool]]] = {}
+        for proc, part, at, exempt in self.events:
+            by_part.setdefault(part, []).append((proc, at, exempt))
+        object.__setattr__(self, "_by_part", by_part)
 
     def events_of(self, partition: int | None) -> list[tuple[str, int, bool]]:
-        if not self._by_part and self.events:
-            for proc, part, at, exempt in self.events:
-                self._by_part.setdefault(part, []).append((proc, at, exempt))
         return self._by_part.get(partition, []) if partition is not None else []
 
 
@@ -234,8 +238,9 @@ def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]
 def _known_between(
     vo: tuple[np.ndarray, np.ndarray], lo: int, hi: int, other_than: tuple[int, ...]
 ) -> dict[str, list[int]] | None:
-    """checks/reads.py's known_between for one gap: the version order's records
-    strictly between `lo` and `hi`, but for copies of `other_than` (null equal to null)."""
+    """tests/query_checks.py's known_between for one gap: the records of `vo` (sorted
+    offsets and their values: the version order, or the known positions) strictly
+    between `lo` and `hi`, but for copies of `other_than` (null equal to null)."""
     offs, vals = vo
     a, b = np.searchsorted(offs, lo, "right"), np.searchsorted(offs, hi, "left")
     o, v = offs[a:b], vals[a:b]
@@ -254,7 +259,7 @@ _POLL_COLS = ("index", "mpos", "rpos", "offset", "value")
 
 
 def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray]]:
-    """checks/reads.py's reads of poll ops, less the records exempt by a rebalance, and
+    """The ok reads of poll ops, less the records exempt by a rebalance, and
     one start row (rpos -1, no offset) per event that starts a new assignment of this
     partition for a process that read it: (process names, columns)."""
     r = p.polled
@@ -286,26 +291,45 @@ def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray
     return procs, cols
 
 
-def poll_order(p: Part, cfg: Config) -> Iterator[tuple[str, dict]]:
+class Reads:
+    """One partition's judged reads (`_judged_reads`) sorted by process and position,
+    each paired with the read before it of its process within one assignment: `pairs`
+    marks the rows whose previous row (row - 1) is such a read, both at known
+    positions (a start row, rpos -1, has none)."""
+
+    def __init__(self, p: Part, cfg: Config) -> None:
+        procs, c = _judged_reads(p, cfg)
+        self.names = np.asarray(procs, dtype=object)
+        if not procs:
+            self.idx = np.empty(0, np.int64)
+            self.pairs = np.empty(0, bool)
+            self.off = self.val = self.index = self.idx
+            return
+        group = _codes(pa.chunked_array([pa.array(procs, pa.string())]))
+        self.idx, same = _lagged([group, c["index"], c["mpos"], c["rpos"]], group)
+        self.off, self.val, self.index, rpos = (
+            c[k][self.idx] for k in ("offset", "value", "index", "rpos")
+        )
+        prev = np.r_[0, np.arange(len(self.idx) - 1)]
+        self.pairs = same & (rpos >= 0) & (rpos[prev] >= 0) & (self.off[prev] != NULL)
+
+    def process(self, i: int) -> Any:
+        return self.names[self.idx[i]]
+
+
+def poll_order(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
     """nonmonotonic-poll and int-nonmonotonic-poll: a read at or below its process's
     previous read of the partition, in an earlier op or in the same one."""
-    procs, c = _judged_reads(p, cfg)
-    if not procs:
-        return
-    names = np.asarray(procs, dtype=object)
-    group = _codes(pa.chunked_array([pa.array(procs, pa.string())]))
-    idx, same = _lagged([group, c["index"], c["mpos"], c["rpos"]], group)
-    off, val, index, rpos = (c[k][idx] for k in ("offset", "value", "index", "rpos"))
-    prev = np.r_[0, np.arange(len(idx) - 1)]
-    pairs = same & (rpos >= 0) & (rpos[prev] >= 0) & (off[prev] != NULL)
-    back = pairs & (off != NULL) & (off <= off[prev])
+    off, val, index = rd.off, rd.val, rd.index
+    prev = np.r_[0, np.arange(len(off) - 1)] if len(off) else np.empty(0, np.int64)
+    back = rd.pairs & (off != NULL) & (off <= off[prev])
     for i in np.flatnonzero(back).tolist():
         j = i - 1
         if index[i] != index[j]:
             yield (
                 "nonmonotonic-poll",
                 {
-                    "process": names[idx[i]],
+                    "process": rd.process(i),
                     **p.tp(),
                     "prev_index": _py(index[j]),
                     "prev_offset": _py(off[j]),
@@ -320,7 +344,7 @@ def poll_order(p: Part, cfg: Config) -> Iterator[tuple[str, dict]]:
                 "int-nonmonotonic-poll",
                 {
                     "index": _py(index[i]),
-                    "process": names[idx[i]],
+                    "process": rd.process(i),
                     **p.tp(),
                     "prev_offset": _py(off[j]),
                     "prev_value": _py(val[j]),
@@ -328,6 +352,64 @@ def poll_order(p: Part, cfg: Config) -> Iterator[tuple[str, dict]]:
                     "value": _py(val[i]),
                 },
             )
+
+
+def known_positions(p: Part) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, values), distinct, sorted: every offset known to hold a record, as
+    Jepsen knows positions from reads and acknowledged writes. The offsets of sends that
+    must have committed, and of every record an ok read returned (any op, the drain's
+    too), but for a value none of whose sends could have committed (`never_written`:
+    a read_uncommitted reader returns such a record, a read_committed one is right to
+    jump over it). A position nobody read or acknowledged (a transaction marker, a
+    write of unknown outcome nobody read) is no skip."""
+    r = p.polled
+    read = np.asarray(pc.fill_null(r["ok"], False)) & ~np.asarray(
+        pc.fill_null(r["never_written"], False)
+    )
+    offs = [_longs(r, "offset")[read], np.empty(0, np.int64)]
+    vals = [_longs(r, "value")[read], np.empty(0, np.int64)]
+    if p.partition is not None:
+        s = p.sends
+        keep = np.asarray(pc.fill_null(s["must_commit"], False)) & (_longs(s, "offset") != NULL)
+        offs[1], vals[1] = _longs(s, "offset")[keep], _longs(s, "value")[keep]
+    o, v = np.concatenate(offs), np.concatenate(vals)
+    known = o != NULL
+    if not known.any():
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    pairs = np.unique(np.stack([o[known], v[known]]), axis=1)
+    return pairs[0], pairs[1]
+
+
+def poll_skips(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
+    """poll-skip and int-poll-skip: consecutive reads of a process (as `poll_order`
+    pairs them) that jumped over offsets known to hold a record (`known_positions`),
+    with what they jumped over: `skipped_offsets`, and `skipped_values` (a record whose
+    value did not decode adds its offset, not a value)."""
+    off, index = rd.off, rd.index
+    if not len(off) or p.partition is None or p.topic is None:
+        return  # a position of no known partition is compared with none
+    prev = np.r_[0, np.arange(len(off) - 1)]
+    gaps = np.flatnonzero(rd.pairs & (off != NULL) & (off > off[prev] + 1))
+    if not len(gaps):
+        return
+    known = known_positions(p)
+    for i in gaps.tolist():
+        j = i - 1
+        skipped = _known_between(known, int(off[j]), int(off[i]), ())
+        if skipped is None:
+            continue
+        row = {
+            "index": _py(index[i]),
+            "process": rd.process(i),
+            **p.tp(),
+            "prev_offset": _py(off[j]),
+            "offset": _py(off[i]),
+            **skipped,
+        }
+        if index[i] != index[j]:
+            yield "poll-skip", {"prev_index": _py(index[j]), **row}
+        else:
+            yield "int-poll-skip", row
 
 
 # --- the kernel -----------------------------------------------------------------------
@@ -344,9 +426,18 @@ def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
     for name, who in (("reorder", "process"), ("client-reorder", "client")):
         if name in want:
             _emit(out, name, offsets_backwards(p, who))
-    for name, row in (*send_positions(p, vo), *poll_order(p, cfg)):
-        if name in want:
-            out.append((name, _json(row)))
+    rd = Reads(p, cfg) if want & READ_CHECKS else None
+    reads: tuple[tuple[str, dict], ...] = ()
+    if rd is not None:
+        skips = poll_skips(p, rd) if want & {"poll-skip", "int-poll-skip"} else ()
+        reads = (*poll_order(p, rd), *skips)
+    seen: set[tuple[str, str]] = set()
+    for name, row in (*send_positions(p, vo), *reads):
+        # A check's rows are a set, as the queries' grouped rows were: two equal gaps
+        # in one op (a record read twice) are one row.
+        if name in want and (name, d := _json(row)) not in seen:
+            seen.add((name, d))
+            out.append((name, d))
     types = [n for n, _ in out]
     details = [d for _, d in out]
     return pa.Table.from_arrays(

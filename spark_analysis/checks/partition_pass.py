@@ -10,9 +10,14 @@ from typing import Any
 
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import partition_kernel
-from kafka_trial.spark_analysis.checks.partition_kernel import OUT_SCHEMA, Config, kernel
+from kafka_trial.spark_analysis.checks.partition_kernel import (
+    OUT_SCHEMA,
+    READ_CHECKS,
+    Config,
+    kernel,
+)
 from kafka_trial.spark_analysis.checks.reads import rebalance_events
-from kafka_trial.spark_analysis.facts.derived import writes
+from kafka_trial.spark_analysis.facts.derived import never_written_values, writes
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame
@@ -24,9 +29,10 @@ cloudpickle.register_pickle_by_value(partition_kernel)
 _LONGS = ("partition", "value", "offset", "index", "pos", "client", "seq", "mpos", "rpos")
 
 
-def kernel_input(fr: AnalysisFrames) -> DataFrame:
+def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
     """The kernel's rows: every send with must_commit and acked, every polled record
-    with judged (partition_kernel.py); the strings they are decided by stay here."""
+    with judged, ok and, for the skips (`skips`), never_written (partition_kernel.py);
+    the strings they are decided by stay here."""
     must = F.coalesce(F.col("must_commit"), F.lit(False))
     sends = writes(fr).select(
         F.lit(True).alias("is_send"),
@@ -51,7 +57,12 @@ def kernel_input(fr: AnalysisFrames) -> DataFrame:
         "mpos",
         "rpos",
         ((F.col("type") == "ok") & (F.col("f") == "poll")).alias("judged"),
+        (F.col("type") == "ok").alias("ok"),
     )
+    if skips:
+        # Value-keyed, so it spans partitions: decided here, shipped as a flag.
+        failed = never_written_values(fr).withColumn("never_written", F.lit(True))
+        polled = polled.join(fr.small(failed), "value", "left")
     rows = sends.unionByName(polled, allowMissingColumns=True)
     # One integer type for every number: the kernel fills nulls with int64's minimum.
     return rows.select(*[F.col(c).cast("long") if c in _LONGS else F.col(c) for c in rows.columns])
@@ -60,7 +71,7 @@ def kernel_input(fr: AnalysisFrames) -> DataFrame:
 def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
     """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
     events: tuple[tuple[str, int, int, bool], ...] = ()
-    if fr.rebalanced and {"nonmonotonic-poll", "int-nonmonotonic-poll"} & set(checks):
+    if fr.rebalanced and READ_CHECKS & set(checks):
         got = rebalance_events(fr).collect()
         events = tuple(
             (r["process"], int(r["partition"]), int(r["at"]), bool(r["exempt"]))
@@ -72,4 +83,5 @@ def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
     def per_partition(key: tuple[Any, ...], t: pa.Table) -> pa.Table:
         return kernel(cfg, key, t)
 
-    return kernel_input(fr).groupBy(*TP).applyInArrow(per_partition, OUT_SCHEMA)
+    skips = bool({"poll-skip", "int-poll-skip"} & set(checks))
+    return kernel_input(fr, skips).groupBy(*TP).applyInArrow(per_partition, OUT_SCHEMA)

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.checkers.results import AnomalyResult
-from kafka_trial.spark_analysis.checks import reads as checks_reads
 from kafka_trial.spark_analysis.checks.runner import tagged_checks
 from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.job import analyze
 from kafka_trial.spark_analysis.read.history_frames import load
 from kafka_trial.spark_analysis.read.history_parse import FLAT_SCHEMA, flatten, read_json
 
+from tests import query_checks
 from tests.batched import Cases, Judged, judged_fixture
 from tests.histories import Builder, group_poll
+from tests.query_checks import QUERIES
 
 CASES = Cases()
 case = CASES.add
@@ -237,8 +238,6 @@ def _skip_over_drain_known(b: Builder) -> Builder:
 case("skip over an offset the drain read")(_skip_over_drain_known)
 
 
-# The offsets inside gaps are a broadcast join's side up to a bound, sorted beyond it.
-# The batch's few gaps are below the bound: it takes the broadcast join.
 def test_skip_over_offset_known_from_the_drain_is_poll_skip(judged: dict[str, Judged]) -> None:
     j = judged["skip over an offset the drain read"]
     assert j.seen() == {"poll-skip": 1}
@@ -246,16 +245,22 @@ def test_skip_over_offset_known_from_the_drain_is_poll_skip(judged: dict[str, Ju
     assert (ex["prev_offset"], ex["offset"], ex["skipped_values"]) == (0, 2, [j.case.v(1)])
 
 
-def test_skip_over_offset_known_from_the_drain_is_poll_skip_sorted(
+def test_the_second_opinions_sorted_join_finds_the_same_skip(
     spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same, with no broadcast (a setting of the whole analysis: judged alone)."""
-    monkeypatch.setattr(checks_reads, "_BROADCAST_ROWS", 0)
-    res = anomalies(_skip_over_drain_known(Builder(tmp_path)).done())
-    assert res["poll-skip"].count == 1
-    ex = res["poll-skip"].examples[0]
-    assert (ex["prev_offset"], ex["offset"], ex["skipped_values"]) == (0, 2, [1])
-    assert res["int-poll-skip"].count == 0
+    """The query the kernel replaced (tests/query_checks.py) lists a gap's offsets as a
+    broadcast join's side up to a bound and sorts beyond it: with no broadcast it still
+    finds the skip the kernel finds, so it stays a second opinion on both paths."""
+    monkeypatch.setattr(query_checks, "_BROADCAST_ROWS", 0)
+    path = _skip_over_drain_known(Builder(tmp_path)).done()
+    fr = AnalysisFrames(load(spark, str(path / "history.jsonl")))
+    try:
+        rows = [r.asDict() for r in QUERIES["poll-skip"](fr).collect()]
+        assert QUERIES["int-poll-skip"](fr).count() == 0
+    finally:
+        fr.release()
+    assert [(r["prev_offset"], r["offset"], r["skipped_values"]) for r in rows] == [(0, 2, [1])]
+    assert anomalies(path)["poll-skip"].count == 1
 
 
 @case("skip within an op over an offset the drain read")

@@ -164,6 +164,27 @@ class ClusterControl(Protocol):
         """The topic's partitions being reassigned now: replicas, adding, removing."""
         ...
 
+    def set_throttle(
+        self, topic: str, rate: int, brokers: list[int], leader: str, follower: str
+    ) -> None:
+        """A replication throttle as `kafka-reassign-partitions.sh --throttle` sets one:
+        each broker's leader.replication.throttled.rate and
+        follower.replication.throttled.rate to `rate` bytes/s, and the topic's
+        leader.replication.throttled.replicas to `leader` and
+        follower.replication.throttled.replicas to `follower` ("partition:broker,...").
+        Raises if a config was refused."""
+        ...
+
+    def clear_throttle(self, topic: str, brokers: list[int]) -> None:
+        """Those four configs deleted, as the tool's --verify does once the move is done."""
+        ...
+
+    def throttle_configs(self, topic: str, brokers: list[int]) -> dict[str, dict[str, str]]:
+        """The throttle's configs as the cluster describes them, those set only:
+        `brokers` (broker id -> name -> value) and `topic` (name -> value), each left
+        out when empty, so {} is no throttle."""
+        ...
+
     def heal_all(self) -> None:
         """Every link whole, every toxic gone, every node running."""
         ...

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
-from kafka_trial.cluster import netns_faults
+from kafka_trial.cluster import netns_faults, throttle
 from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.clocks import ClockProbe
@@ -231,6 +231,17 @@ class Cluster:
     def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
         found = self._admin_tool().call(self.bootstrap, "reassignments", topic)
         return {int(p): r for p, r in found.items()}
+
+    def set_throttle(
+        self, topic: str, rate: int, brokers: list[int], leader: str, follower: str
+    ) -> None:
+        throttle.set_throttle(self.admin(), topic, rate, brokers, leader, follower)
+
+    def clear_throttle(self, topic: str, brokers: list[int]) -> None:
+        throttle.clear_throttle(self.admin(), topic, brokers)
+
+    def throttle_configs(self, topic: str, brokers: list[int]) -> dict[str, dict[str, str]]:
+        return throttle.throttle_configs(self.admin(), topic, brokers)
 
     # --- membership (cluster/membership.py) -------------------------------------------
 

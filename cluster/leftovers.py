@@ -8,6 +8,7 @@ gone (or on another host) is a leftover, a live run's is not.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -15,16 +16,29 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
-from kafka_trial.cluster import netfaults, netns_faults
+from kafka_trial.cluster import netfaults, netns_faults, throttle
 from kafka_trial.cluster.engine import ensure_engine
 from kafka_trial.cluster.freezer import unpause
-from kafka_trial.cluster.naming import API_PORT, LABEL, LABEL_HOST, LABEL_PID, LABEL_ROLE, LABEL_RUN
+from kafka_trial.cluster.naming import (
+    API_PORT,
+    CLIENT_PROXY_PORT,
+    LABEL,
+    LABEL_HOST,
+    LABEL_PID,
+    LABEL_ROLE,
+    LABEL_RUN,
+)
 from kafka_trial.cluster.toxiproxy import ToxiproxyClient, ToxiproxyError
 from kafka_trial.contracts.errors import TrialError
 
 import docker
+
+# How long a heal waits for a cluster to answer before it looks for a throttle: a
+# broker it has just started needs a while to listen.
+THROTTLE_WAIT_S = 45
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
@@ -115,13 +129,44 @@ def _clear_packet_rules(sidecar: Container, problems: list[str]) -> int:
     return 1
 
 
+def _quiet_logger() -> logging.Logger:
+    lg = logging.getLogger("kafka-trial.heal-librdkafka")
+    if not lg.handlers:
+        lg.addHandler(logging.NullHandler())
+    lg.propagate = False
+    return lg
+
+
+def _clear_throttles(bootstraps: dict[str, list[str]], problems: list[str]) -> list[str]:
+    """A throttled `reassign` whose run was killed before its heal leaves replication
+    throttled: each cluster's throttle configs are deleted through its client proxies
+    (lane 0, as the harness reaches it). What had one, per cluster."""
+    cleared: list[str] = []
+    for run, addresses in sorted(bootstraps.items()):
+        admin = AdminClient(
+            {
+                "bootstrap.servers": ",".join(addresses),
+                "socket.timeout.ms": 10000,
+                # librdkafka's complaints about brokers still starting are expected.
+                "logger": _quiet_logger(),
+            }
+        )
+        try:
+            cleared += [f"{run}: {c}" for c in throttle.clear_leftover(admin, THROTTLE_WAIT_S)]
+        except Exception as e:  # librdkafka's errors and a timeout alike: said, not raised
+            problems.append(f"run {run}'s replication throttle not checked: {e}")
+    return cleared
+
+
 def heal_leftovers(run: str | None = None) -> str:
     """Reset every proxy and resume or start every broker that a run left behind
-    (with `run`, that run's only), and resume its app instances a pause left frozen
-    (a killed one stays down: its supervisor, which started it, is gone)."""
+    (with `run`, that run's only), resume its app instances a pause left frozen
+    (a killed one stays down: its supervisor, which started it, is gone), and delete
+    a replication throttle a reassignment left."""
     client = ensure_engine()
     healed_links = resumed = started = apps = cleared = 0
     problems: list[str] = []
+    bootstraps: dict[str, list[str]] = {}
     label = f"{LABEL_RUN}={run}" if run else LABEL
     # Proxies first: a broker that starts behind a cut link cannot rejoin.
     for c in _containers(client, label, first=("proxy",)):
@@ -136,6 +181,9 @@ def heal_leftovers(run: str | None = None) -> str:
                 except ToxiproxyError as e:
                     problems.append(f"{c.name}: {e}")
             cleared += _clear_packet_rules(c, problems)
+            client_port = (ports.get(f"{CLIENT_PROXY_PORT}/tcp") or [{}])[0].get("HostPort")
+            if client_port and LABEL_RUN in c.labels:
+                bootstraps.setdefault(c.labels[LABEL_RUN], []).append(f"127.0.0.1:{client_port}")
         elif role == "broker":
             with contextlib.suppress(NotFound, APIError):
                 if c.status == "paused":
@@ -148,10 +196,13 @@ def heal_leftovers(run: str | None = None) -> str:
             with contextlib.suppress(NotFound, APIError):
                 unpause(c)
                 apps += 1
+    # After the brokers: one just started is waited for (THROTTLE_WAIT_S).
+    unthrottled = _clear_throttles(bootstraps, problems)
     msg = (
         f"healed: {healed_links} proxies reset, {resumed} brokers resumed, "
         f"{started} brokers started"
         + (f", {apps} app instances resumed" if apps else "")
         + (f", packet rules cleared in {cleared} namespaces" if cleared else "")
+        + (f", replication throttle deleted ({', '.join(unthrottled)})" if unthrottled else "")
     )
     return msg + ("" if not problems else "; problems: " + "; ".join(problems))

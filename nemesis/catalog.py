@@ -36,6 +36,10 @@ class PackageInfo:
     heal_op: str | None
     # The other fault ops a sequence of steps records, each with its heal's f.
     steps: tuple[tuple[str, str | None], ...] = ()
+    # The f of a heal the fault leaves only when it stopped short with something still
+    # in force (reassign's throttle on a move not done in time): a heal, but the fault
+    # op it follows was over when it completed, so it ends no fault's band.
+    leftover_heal: str | None = None
     # The brokers' storage the fault acts on: "writeback" needs kt-lazyfs under the
     # data directory (cluster.storage), which a plain volume has not.
     storage: str = "plain"
@@ -235,10 +239,14 @@ _INFOS = (
         "reassign",
         "move `nemesis.target_partition`'s replicas while clients write: one to a broker "
         "that held none where there is one, else a new replica order (a new preferred "
-        "leader); `info` with where it stopped if not done in time",
-        "none: the partition stays where it was moved",
+        "leader); with `nemesis.reassign.throttle_bytes`, under a replication throttle "
+        "as `kafka-reassign-partitions.sh --throttle` sets one, read back and removed once "
+        "the move is done; `info` with where it stopped if not done in time",
+        "none: the partition stays where it was moved; a throttle left by a move not done "
+        "in time is removed (`unthrottle`)",
         fault_op="reassign",
         heal_op=None,
+        leftover_heal="unthrottle",
         docker_only="the reassignment goes through kafka-trial's Java admin tool, built "
         "against the Docker kind's Kafka jars",
     ),
@@ -404,7 +412,11 @@ def _fault_ops() -> dict[str, str | None]:
 # (the packages' `ops`). Heals and waits are not faults (core.py, runner.py).
 FAULT_OPS: dict[str, str | None] = _fault_ops()
 # The heals the packages record, and the runner's heal-all, which ends every fault.
-HEAL_OPS = frozenset({h for h in FAULT_OPS.values() if h is not None} | {"heal-all"})
+HEAL_OPS = frozenset(
+    {h for h in FAULT_OPS.values() if h is not None}
+    | {p.leftover_heal for p in _INFOS if p.leftover_heal is not None}
+    | {"heal-all"}
+)
 WAIT_OPS = frozenset({"await-healthy", "await-isr-shrink", "await-leader"})
 # Outside events the user marked during the run (`kafka-trial mark`, harness/marks.py):
 # what they did to the cluster is not known, so they count as neither fault nor heal.

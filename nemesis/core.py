@@ -20,7 +20,7 @@ from kafka_trial.contracts.history import HistoryWriter
 from kafka_trial.nemesis.packages import build_package
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.settings import NemesisSpec
-from kafka_trial.nemesis.steps import Done, Heal, Package, apply_undo
+from kafka_trial.nemesis.steps import Done, Heal, Package, Unfinished, apply_undo
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,12 @@ class Nemesis:
                 done: list[Done] = []
 
                 def act(step=step, done=done) -> dict[str, Any]:
-                    done.append(step.act())
+                    try:
+                        done.append(step.act())
+                    except Unfinished as e:
+                        if e.heal is not None:  # what it left in force is undone later
+                            heals.append(e.heal)
+                        raise
                     return done[0].result
 
                 ok = self.rec.do(step.f, step.value, act)

@@ -643,7 +643,9 @@ BUILDERS: dict[str, Callable[[NemesisSpec, str], Package]] = {
     "packet": lambda n, t: PacketFault(t, n.target_partition, n.targets, n.packet),
     "rolling-restart": lambda n, t: RollingRestart(t),
     "preferred-election": lambda n, t: PreferredElection(t),
-    "reassign": lambda n, t: Reassign(t, n.target_partition),
+    "reassign": lambda n, t: Reassign(
+        t, n.target_partition, throttle_bytes=n.reassign.throttle_bytes
+    ),
     "voter-change": lambda n, t: VoterChange(),
     "remove-broker": lambda n, t: RemoveBroker(),
     "unclean-failover": lambda n, t: UncleanFailover(t, n.target_partition, n.fault_s),

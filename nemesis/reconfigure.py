@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_trial.cluster.control import ClusterControl
-from kafka_trial.nemesis.steps import Done, Step, wait_until
+from kafka_trial.cluster.throttle import RATES, REPLICAS
+from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, Unfinished, unthrottle, wait_until
 
 
 class NotInSync(RuntimeError):
@@ -123,8 +124,9 @@ class PreferredElection:
         return Done({"elected": elected} | ({"refused": refused} if refused else {}))
 
 
-class NotMoved(RuntimeError):
-    """The reassignment did not complete in time: where it stopped is in the error."""
+class NotMoved(Unfinished):
+    """The reassignment did not complete in time: where it stopped is in the error, and
+    a throttle it set stays outstanding until its heal removes it."""
 
 
 def target_replicas(replicas: tuple[int, ...], nodes: list[int], pick: int) -> list[int]:
@@ -145,6 +147,32 @@ def target_replicas(replicas: tuple[int, ...], nodes: list[int], pick: int) -> l
     return current[turn:] + current[:turn]
 
 
+def throttled_replicas(partition: int, before: list[int], target: list[int]) -> tuple[str, str]:
+    """The topic's throttled-replica lists as the tool writes them: the replicas the
+    partition has now are leader-throttled (they serve the copy), the ones it moves to
+    follower-throttled (they fetch it)."""
+    leader = ",".join(f"{partition}:{b}" for b in sorted(before))
+    follower = ",".join(f"{partition}:{b}" for b in sorted(set(target) - set(before)))
+    return leader, follower
+
+
+def throttle_missing(
+    seen: dict[str, dict[str, str]], rate: int, brokers: list[int], leader: str, follower: str
+) -> list[str]:
+    """What of the throttle the read-back configs lack, in words ([]: all in force)."""
+    missing = [
+        f"broker {b} {name}"
+        for b in brokers
+        for name in RATES
+        if seen.get("brokers", {}).get(str(b), {}).get(name) != str(rate)
+    ]
+    on_topic = seen.get("topic", {})
+    for name, want in zip(REPLICAS, (leader, follower), strict=True):
+        if set(on_topic.get(name, "").split(",")) != set(want.split(",")):
+            missing.append(f"topic {name}")
+    return missing
+
+
 @dataclass(frozen=True)
 class Reassign:
     """Move one partition's replicas while clients write (the Admin API's partition
@@ -153,11 +181,18 @@ class Reassign:
     completion records the replicas before and after and how long the move took; a
     move that has not completed within `settle_s` completes `info` with where it
     stopped (adding and removing replicas), and is left to finish, as an operator's
-    would be. Nothing to heal."""
+    would be.
+
+    With `throttle_bytes`, the move copies under a replication throttle as the tool's
+    `--throttle` sets one (set, and read back, before the move; an `info` that moves
+    nothing if it is not in force), recorded as `throttle`, and removed, read back
+    gone, once the move is done. A move not done in time, or a removal that did not
+    take, leaves a heal (`unthrottle`) that removes it: nothing else to heal."""
 
     topic: str
     partition: int
     settle_s: float = 90.0
+    throttle_bytes: int = 0
     name: str = "reassign"
 
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
@@ -169,8 +204,12 @@ class Reassign:
         target = target_replicas(before, ctl.node_ids, pick)
         if target == list(before):
             raise NotMoved(f"{self.topic}/{self.partition} has one replica and no spare broker")
+        throttle, heal = self._throttle(ctl, list(before), target)
         t0 = time.monotonic()
-        ctl.reassign(self.topic, self.partition, target)
+        try:
+            ctl.reassign(self.topic, self.partition, target)
+        except Exception as e:  # refused: the throttle set for it still goes
+            raise Unfinished(f"reassignment refused: {type(e).__name__}: {e}", heal) from e
 
         def done() -> bool:
             now = ctl.partitions(self.topic).get(self.partition)
@@ -188,13 +227,62 @@ class Reassign:
                 f"{self.topic}/{self.partition} not at {target} within {self.settle_s:.0f} s: "
                 f"replicas {list(now.replicas) if now else '?'}, ISR "
                 f"{list(now.isr) if now else '?'}, in progress {going or 'none'}"
+                + (
+                    f"; throttled at {self.throttle_bytes} B/s, removed by its heal" if heal else ""
+                ),
+                heal,
             )
-        moved = sorted(set(target) - set(before))
-        return Done(
-            {
-                "from": list(before),
-                "to": target,
-                "moved_to": moved,
-                "took_s": round(time.monotonic() - t0, 2),
-            }
+        result: dict[str, Any] = {
+            "from": list(before),
+            "to": target,
+            "moved_to": sorted(set(target) - set(before)),
+            "took_s": round(time.monotonic() - t0, 2),
+        }
+        if throttle is None or heal is None:
+            return Done(result | ({"throttle": throttle} if throttle else {}))
+        try:
+            unthrottle(ctl, self.topic, throttle["brokers"])
+        except Exception as e:  # the move is done; its heal removes the throttle
+            left = f"{type(e).__name__}: {e}"[:300]
+            return Done(result | {"throttle": throttle | {"removed": False, "left": left}}, heal)
+        return Done(result | {"throttle": throttle | {"removed": True}})
+
+    def _throttle(
+        self, ctl: ClusterControl, before: list[int], target: list[int]
+    ) -> tuple[dict[str, Any] | None, Heal | None]:
+        """The throttle set and read back, and the heal that removes it; (None, None)
+        unthrottled. A reorder copies nothing, so it is said, not throttled."""
+        if not self.throttle_bytes:
+            return None, None
+        rate = self.throttle_bytes
+        leader, follower = throttled_replicas(self.partition, before, target)
+        if not follower:
+            return {"rate": rate, "skipped": "no replica to copy to: a new order only"}, None
+        brokers = sorted(set(before) | set(target))
+        heal = Heal(
+            "unthrottle",
+            {"topic": self.topic, "partition": self.partition, "brokers": brokers},
+            {},
+            (Undo("unthrottle", topic=self.topic, nodes=tuple(brokers)),),
         )
+        try:
+            ctl.set_throttle(self.topic, rate, brokers, leader, follower)
+            seen = ctl.throttle_configs(self.topic, brokers)
+        except Exception as e:  # part of it may be set: the heal removes what is
+            raise Unfinished(
+                f"throttle not set, nothing moved: {type(e).__name__}: {e}", heal
+            ) from e
+        if missing := throttle_missing(seen, rate, brokers, leader, follower):
+            raise Unfinished(
+                f"throttle not in force as read back (missing {', '.join(missing)}), nothing "
+                f"moved: {seen}",
+                heal,
+            )
+        throttle = {
+            "rate": rate,
+            "brokers": brokers,
+            "leader_replicas": leader,
+            "follower_replicas": follower,
+            "read_back": seen,
+        }
+        return throttle, heal

@@ -34,6 +34,7 @@ class Undo:
         "clear-packets",
         "add-voter",
         "add-broker",
+        "unthrottle",
     ]
     node: int | None = None
     link: LinkId | None = None
@@ -44,6 +45,10 @@ class Undo:
     app: int | None = None
     # Where a decommissioned broker's partitions go back to: (topic, partition, replicas).
     replicas: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    # A reassignment's throttle: the topic its replica lists are on, the brokers its
+    # rates are on.
+    topic: str | None = None
+    nodes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,15 @@ class Done:
 
     result: dict[str, Any]
     heal: Heal | None = None
+
+
+class Unfinished(RuntimeError):
+    """An action that stopped short and left something in force: its op completes
+    `info` with the message, and `heal` stays outstanding as a finished step's would."""
+
+    def __init__(self, message: str, heal: Heal | None = None) -> None:
+        super().__init__(message)
+        self.heal = heal
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,8 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     the broker, cluster/freezer.py; `apps`: per app instance, what it showed once
     resumed or reconnected, or "gone" when no instance of that index is registered;
     `packets`: per node, how many packets its rules matched before they went;
-    `added`: per node, the voter or fresh broker added back, as read back)."""
+    `added`: per node, the voter or fresh broker added back, as read back;
+    `unthrottled`: per topic, the throttle's configs read back once deleted, {})."""
     freed: dict[str, Any] = {}
     thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
@@ -98,6 +113,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     apps: dict[str, Any] = {}
     packets: dict[str, Any] = {}
     added: dict[str, Any] = {}
+    unthrottled: dict[str, Any] = {}
     for u in undo:
         if u.verb in ("start", "resume") and u.node is not None:
             how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
@@ -124,6 +140,8 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         elif u.verb == "add-broker" and u.node is not None:
             back = {(t, p): list(r) for t, p, r in u.replicas}
             added[str(u.node)] = membership(ctl).add_broker(u.node, back)
+        elif u.verb == "unthrottle" and u.topic is not None:
+            unthrottled[u.topic] = unthrottle(ctl, u.topic, list(u.nodes))
         else:
             raise ValueError(f"malformed undo action {u}")
     return (
@@ -134,7 +152,18 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         | ({"apps": apps} if apps else {})
         | ({"packets": packets} if packets else {})
         | ({"added": added} if added else {})
+        | ({"unthrottled": unthrottled} if unthrottled else {})
     )
+
+
+def unthrottle(ctl: ClusterControl, topic: str, brokers: list[int]) -> dict[str, Any]:
+    """A reassignment's throttle deleted and read back: {} once every config is gone.
+    Raises while one is still there, so no heal claims a throttle gone that is not."""
+    ctl.clear_throttle(topic, brokers)
+    left = ctl.throttle_configs(topic, brokers)
+    if left:
+        raise RuntimeError(f"the throttle on {topic} is still set after its removal: {left}")
+    return left
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:

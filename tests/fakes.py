@@ -14,6 +14,8 @@ from kafka_trial.cluster.control import (
     Quorum,
     Stream,
 )
+from kafka_trial.cluster.throttle import RATES as THROTTLE_RATES
+from kafka_trial.cluster.throttle import REPLICAS as THROTTLE_REPLICAS
 from kafka_trial.cluster.toxiproxy import Toxic
 
 
@@ -52,6 +54,11 @@ class FakeCluster:
     unregistered: set[int] = field(default_factory=set)
     sticky_voters: bool = False
     stuck_moves: bool = False
+    # The replication throttle's configs, by broker id (str) or topic name; brokers
+    # that take no throttle, and a cluster that never deletes one (planted failures).
+    throttles: dict[str, dict[str, str]] = field(default_factory=dict)
+    throttle_ignored: set[int] = field(default_factory=set)
+    sticky_throttle: bool = False
     sticky_registration: bool = False
 
     def engine_alive(self) -> bool:
@@ -279,6 +286,28 @@ class FakeCluster:
 
     def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
         return {}
+
+    def set_throttle(
+        self, topic: str, rate: int, brokers: list[int], leader: str, follower: str
+    ) -> None:
+        self._verb("set_throttle", (topic, rate, tuple(brokers), leader, follower))
+        for b in brokers:
+            if b not in self.throttle_ignored:
+                self.throttles[str(b)] = {name: str(rate) for name in THROTTLE_RATES}
+        self.throttles[topic] = dict(zip(THROTTLE_REPLICAS, (leader, follower), strict=True))
+
+    def clear_throttle(self, topic: str, brokers: list[int]) -> None:
+        self._verb("clear_throttle", (topic, tuple(brokers)))
+        if not self.sticky_throttle:
+            for key in (topic, *map(str, brokers)):
+                self.throttles.pop(key, None)
+
+    def throttle_configs(self, topic: str, brokers: list[int]) -> dict[str, dict[str, str]]:
+        self.calls.append(("throttle_configs", (topic, tuple(brokers))))
+        per_broker = {str(b): self.throttles[str(b)] for b in brokers if str(b) in self.throttles}
+        return ({"brokers": per_broker} if per_broker else {}) | (
+            {"topic": self.throttles[topic]} if topic in self.throttles else {}
+        )
 
     # --- membership ---------------------------------------------------------------
 

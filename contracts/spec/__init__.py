@@ -3,7 +3,13 @@
 
 from kafka_trial.contracts.spec.check import CheckSpec
 from kafka_trial.contracts.spec.cluster import ClientSpec, ClusterSpec, TopicSpec
-from kafka_trial.contracts.spec.nemesis import ClockSpec, DegradeSpec, NemesisSpec, PacketSpec
+from kafka_trial.contracts.spec.nemesis import (
+    ClockSpec,
+    DegradeSpec,
+    NemesisSpec,
+    PacketSpec,
+    ReassignSpec,
+)
 from kafka_trial.contracts.spec.run import SPEC_FILE, RunSpec, read_spec
 from kafka_trial.contracts.spec.workloads import (
     AppSpec,
@@ -27,6 +33,7 @@ __all__ = [
     "NemesisSpec",
     "PacketSpec",
     "ProducerSpec",
+    "ReassignSpec",
     "RunSpec",
     "TopicSpec",
     "read_spec",

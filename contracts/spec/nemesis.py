@@ -124,6 +124,28 @@ class PacketSpec(Frozen):
         return self
 
 
+class ReassignSpec(Frozen):
+    """How `reassign` moves its partition: unthrottled, or with a replication throttle as
+    `kafka-reassign-partitions.sh --throttle` sets one, removed once the move is done."""
+
+    throttle_bytes: int = Field(
+        0,
+        description="the replication throttle, bytes/s, on the brokers the move involves "
+        "(leader.replication.throttled.rate, follower.replication.throttled.rate); 0: none",
+    )
+
+    @model_validator(mode="after")
+    def _rate(self) -> ReassignSpec:
+        # Checked here rather than by Field bounds, so the message says what to do.
+        if self.throttle_bytes < 0:
+            raise ValueError(
+                f"nemesis.reassign.throttle_bytes={self.throttle_bytes} is negative: it is a "
+                "replication rate in bytes/s; use 0 for an unthrottled move, or a rate such "
+                "as 1048576 (1 MiB/s)"
+            )
+        return self
+
+
 class NemesisSpec(Frozen):
     faults: tuple[str, ...] = ("kill-leader", "isolate-broker")
     fault_s: float = Field(
@@ -144,6 +166,7 @@ class NemesisSpec(Frozen):
     degrade: DegradeSpec = Field(default_factory=DegradeSpec)
     clock: ClockSpec = ClockSpec()
     packet: PacketSpec = PacketSpec()
+    reassign: ReassignSpec = ReassignSpec()
     steps: tuple[Step, ...] = Field(
         (),
         description="a fault schedule replayed as written (`kafka-trial shrink` writes "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import (
@@ -13,7 +15,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from kafka_trial.cluster import netns_faults
+from kafka_trial.cluster import netns_faults, throttle
 from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.facade import Cluster
 from kafka_trial.cluster.leftovers import heal_leftovers
@@ -215,6 +217,131 @@ def test_a_reassignment_copies_a_partition_to_a_broker_that_held_none(
     (spare,) = done.value["moved_to"]
     assert spare not in before and spare in after.isr  # the new replica caught up
     cluster.delete_topics([topic])
+    healthy(cluster)
+
+
+THROTTLE_RATE = 131072  # bytes/s: a few megabytes copied at it take seconds, not minutes
+
+
+def _write_while(cluster: Cluster, topic: str, stop: threading.Event) -> int:
+    """Clients keep writing during the move, about 10 KB/s (well under the throttle, so
+    the new replica can catch up); how many values were acked."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    acked = [0]
+
+    def report(err: KafkaError | None, _msg) -> None:
+        acked[0] += err is None
+
+    while not stop.is_set():
+        for i in range(10):
+            producer.produce(topic, b"x" * 100 + str(i).encode(), partition=0, on_delivery=report)
+        producer.poll(0)
+        time.sleep(0.1)
+    producer.flush(30)
+    return acked[0]
+
+
+def _in_force(configs: dict, brokers: list[int]) -> bool:
+    rate = {k: str(THROTTLE_RATE) for k in throttle.RATES}
+    on_topic = configs.get("topic", {})
+    return all(configs.get("brokers", {}).get(str(b)) == rate for b in brokers) and all(
+        on_topic.get(k) for k in throttle.REPLICAS
+    )
+
+
+def _watch(cluster: Cluster, topic: str, brokers: list[int], stop: threading.Event) -> list[dict]:
+    """The throttle's configs, each read between two looks at the controller's
+    reassignments that both showed the move going: the fault sets them before it
+    asks for the move and deletes them only once the controller says it is done, so
+    each of these must show them, whatever the timing."""
+    during: list[dict] = []
+    moving = False
+    while not stop.is_set():
+        try:
+            configs = cluster.throttle_configs(topic, brokers)
+            now = 0 in cluster.reassignments(topic)
+        except Exception as e:  # a slow look proves nothing either way: start again
+            print(f"watch: {e}")
+            moving = False
+            continue
+        if moving and now:
+            during.append(configs)
+        moving = now
+    return during
+
+
+def test_a_throttled_reassignment_is_throttled_while_it_moves_and_unthrottled_after(
+    cluster: Cluster, rec
+) -> None:
+    """What holds in every run: the throttle's configs were read back in force before
+    the move, and are gone once it is done (or once the heal of a move not done in
+    time ran); the move completes, or is `info` with where it stopped. How much longer
+    the throttle made it is printed, never asserted: that depends on the machine."""
+    topic = "reassign-throttled"
+    cluster.create_topic(TopicSpec(name=topic, partitions=1, replication_factor=2))
+    assert cluster.await_in_sync(topic, 60)
+    preload = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(3000):  # about 3 MB for the new replica to copy
+        preload.produce(topic, b"v" * 1000 + str(i).encode(), partition=0)
+    assert preload.flush(60) == 0
+    brokers = sorted(cluster.node_ids)
+    stop = threading.Event()
+    with ThreadPoolExecutor(2) as pool:
+        load = pool.submit(_write_while, cluster, topic, stop)
+        watch = pool.submit(_watch, cluster, topic, brokers, stop)
+        try:
+            nem = bind(Reassign(topic, 0, settle_s=60, throttle_bytes=THROTTLE_RATE), cluster, rec)
+            nem.fault(pick=2)
+            (done,) = [
+                o
+                for o in read_history(rec.history.path).ops
+                if o.f == "reassign" and o.type != "invoke"
+            ]
+            left_after_op = cluster.throttle_configs(topic, brokers)
+            nem.heal()  # a move not done in time left its throttle to this heal
+        finally:
+            stop.set()
+        assert load.result(60) > 0  # the clients wrote during the move
+        during = watch.result(60)
+    ops = read_history(rec.history.path).ops
+    print(f"throttled reassign: {done.type} {done.value} {done.error or ''}")
+    if done.type == "ok":
+        made = done.value["throttle"]
+        # Read back (describe_configs) after it was set and before the move began.
+        seen = made["read_back"]
+        for b in made["brokers"]:
+            assert seen["brokers"][str(b)] == {
+                "leader.replication.throttled.rate": str(THROTTLE_RATE),
+                "follower.replication.throttled.rate": str(THROTTLE_RATE),
+            }
+        (spare,) = done.value["moved_to"]
+        assert seen["topic"]["follower.replication.throttled.replicas"] == f"0:{spare}"
+        if made["removed"]:
+            assert left_after_op == {}
+        assert all(c == seen for c in during), during
+        print(f"throttled move took {done.value['took_s']} s at {THROTTLE_RATE} B/s")
+    else:
+        assert done.type == "info" and "not at" in (done.error or ""), done
+    print(f"the throttle was read back {len(during)} times while the move went on")
+    assert all(_in_force(c, brokers) for c in during), during
+    healed = [o for o in ops if o.f == "unthrottle" and o.type != "invoke"]
+    if healed or done.type == "info":
+        assert [o.type for o in healed] == ["ok"], healed
+        assert healed[0].value["unthrottled"] == {topic: {}}
+    assert cluster.throttle_configs(topic, brokers) == {}  # gone, however it ended
+    assert cluster.await_in_sync(topic, 120)
+    cluster.delete_topics([topic])
+    healthy(cluster)
+
+
+def test_a_throttle_a_killed_run_left_is_deleted_by_heal(cluster: Cluster) -> None:
+    # As a throttled reassign leaves it when its run dies before the heal.
+    brokers = sorted(cluster.node_ids)
+    cluster.set_throttle(TOPIC, THROTTLE_RATE, brokers, "0:1,0:2", "0:3")
+    assert _in_force(cluster.throttle_configs(TOPIC, brokers), brokers)
+    said = heal_leftovers(cluster.run_id)
+    assert f"topic {TOPIC}" in said and f"broker {brokers[-1]}" in said, said
+    assert cluster.throttle_configs(TOPIC, brokers) == {}
     healthy(cluster)
 
 

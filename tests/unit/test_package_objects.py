@@ -228,8 +228,11 @@ EXPECTED_PACKAGES = {
         "reassign",
         "move `nemesis.target_partition`'s replicas while clients write: one to a broker that "
         "held none where there is one, else a new replica order (a new preferred leader); "
-        "`info` with where it stopped if not done in time",
-        "none: the partition stays where it was moved",
+        "with `nemesis.reassign.throttle_bytes`, under a replication throttle as "
+        "`kafka-reassign-partitions.sh --throttle` sets one, read back and removed once the "
+        "move is done; `info` with where it stopped if not done in time",
+        "none: the partition stays where it was moved; a throttle left by a move not done in "
+        "time is removed (`unthrottle`)",
         "plain",
         "real",
     ),
@@ -374,6 +377,7 @@ EXPECTED_HEAL_OPS = [
     "restore",
     "resume",
     "start",
+    "unthrottle",
     "voter-add",
 ]
 
@@ -434,8 +438,11 @@ EXPECTED_FAULT_TABLE = (
     "election put it |\n"
     "| `reassign` | move `nemesis.target_partition`'s replicas while clients write: one to a "
     "broker that held none where there is one, else a new replica order (a new preferred "
-    "leader); `info` with where it stopped if not done in time | none: the partition stays "
-    "where it was moved |\n"
+    "leader); with `nemesis.reassign.throttle_bytes`, under a replication throttle as "
+    "`kafka-reassign-partitions.sh --throttle` sets one, read back and removed once the move "
+    "is done; `info` with where it stopped if not done in time | none: the partition stays "
+    "where it was moved; a throttle left by a move not done in time is removed "
+    "(`unthrottle`) |\n"
     "| `voter-change` | remove a controller from the KRaft voter set (the quorum leader or "
     "another voter, by the pick; needs `cluster.quorum: dynamic`): it keeps running as an "
     "observer; the voter sets before and after are recorded, `info` if the quorum still lists "
@@ -675,7 +682,9 @@ EXPECTED_BUILT = {
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
-    "reassign": "Reassign(topic='trial', partition=0, settle_s=90.0, name='reassign')",
+    "reassign": (
+        "Reassign(topic='trial', partition=0, settle_s=90.0, throttle_bytes=0, name='reassign')"
+    ),
     "voter-change": "VoterChange(settle_s=30.0, name='voter-change')",
     "remove-broker": "RemoveBroker(settle_s=120.0, unregister_s=30.0, name='remove-broker')",
     "unclean-failover": "UncleanFailover(topic='trial', partition=0, hold_s=8.0, "

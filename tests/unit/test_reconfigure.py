@@ -156,3 +156,131 @@ def test_a_reassignment_that_does_not_complete_is_info_with_where_it_stopped(tmp
     assert not nem.apply(Reassign("trial", 0, settle_s=0.1), pick=3).ok
     (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
     assert "not at" in (info.error or "") and "'adding': [4]" in (info.error or "")
+
+
+# --- a throttled reassignment (nemesis.reassign.throttle_bytes) ---------------------
+
+RATE = 65536
+
+
+def _throttled(tmp_path: Path, cluster: FakeCluster, settle_s: float = 90.0):
+    from kafka_trial.nemesis.reconfigure import Reassign
+
+    cluster.assignments[0] = (1, 2, 3)
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    nem = Nemesis(cluster, history, NemesisSpec(), "trial")
+    return nem, history, Reassign("trial", 0, settle_s=settle_s, throttle_bytes=RATE)
+
+
+def _verbs(cluster: FakeCluster) -> list[str]:
+    return [v for v, _ in cluster.calls if v in THROTTLE_VERBS]
+
+
+THROTTLE_VERBS = ("set_throttle", "throttle_configs", "reassign", "clear_throttle")
+
+
+def test_a_throttled_move_sets_the_throttle_first_and_removes_it_once_done(tmp_path) -> None:
+    cluster = FakeCluster(brokers=4)
+    nem, history, pkg = _throttled(tmp_path, cluster)
+    applied = nem.apply(pkg, pick=3)
+    assert applied.ok and applied.heal is None  # removed and read back gone: nothing left
+    assert _verbs(cluster) == [
+        "set_throttle",
+        "throttle_configs",
+        "reassign",
+        "clear_throttle",
+        "throttle_configs",
+    ]
+    ((_, (_, rate, brokers, leader, follower)),) = [
+        c for c in cluster.calls if c[0] == "set_throttle"
+    ]
+    # The tool's lists: the replicas it has serve the copy, the one it moves to fetches.
+    assert (rate, brokers, leader, follower) == (RATE, (1, 2, 3, 4), "0:1,0:2,0:3", "0:4")
+    assert cluster.throttles == {}
+    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    throttle = done.value["throttle"]
+    assert throttle["rate"] == RATE and throttle["brokers"] == [1, 2, 3, 4]
+    assert throttle["removed"] is True
+    seen = throttle["read_back"]
+    assert seen["brokers"]["4"] == {
+        "leader.replication.throttled.rate": str(RATE),
+        "follower.replication.throttled.rate": str(RATE),
+    }
+    assert seen["topic"]["follower.replication.throttled.replicas"] == "0:4"
+
+
+def test_a_stalled_throttled_move_is_info_and_its_heal_removes_the_throttle(tmp_path) -> None:
+    cluster = _StuckCluster(brokers=4)
+    nem, history, pkg = _throttled(tmp_path, cluster, settle_s=0.1)
+    applied = nem.apply(pkg, pick=3)
+    assert not applied.ok and applied.heal is not None and applied.heal.f == "unthrottle"
+    assert "clear_throttle" not in _verbs(cluster) and cluster.throttles  # still in force
+    (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
+    assert "'adding': [4]" in (info.error or "") and "removed by its heal" in (info.error or "")
+    assert nem.heal("reassign") == 1
+    assert cluster.throttles == {}
+    healed = [o for o in read_history(history.path).ops if o.f == "unthrottle"]
+    assert [o.type for o in healed] == ["invoke", "ok"]
+    assert healed[-1].value["unthrottled"] == {"trial": {}}  # read back: every config gone
+    assert healed[-1].value["brokers"] == [1, 2, 3, 4]
+
+
+def test_a_throttle_not_in_force_moves_nothing_and_is_removed_by_the_heal(tmp_path) -> None:
+    cluster = FakeCluster(brokers=4, throttle_ignored={4})
+    nem, history, pkg = _throttled(tmp_path, cluster)
+    applied = nem.apply(pkg, pick=3)
+    assert not applied.ok and "reassign" not in _verbs(cluster)
+    (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
+    assert "not in force" in (info.error or "") and "broker 4" in (info.error or "")
+    assert nem.heal() == 1 and cluster.throttles == {}
+
+
+def test_a_throttle_that_stays_after_the_move_is_left_to_its_heal(tmp_path) -> None:
+    cluster = FakeCluster(brokers=4, sticky_throttle=True)
+    nem, history, pkg = _throttled(tmp_path, cluster)
+    applied = nem.apply(pkg, pick=3)
+    assert applied.ok and applied.heal is not None  # the move is done; the throttle is not
+    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    assert (
+        done.value["throttle"]["removed"] is False and "still set" in done.value["throttle"]["left"]
+    )
+    # A heal that finds it still there fails, and stays outstanding for the final heal.
+    assert nem.heal("reassign") == 0 and nem.outstanding == (applied,)
+    cluster.sticky_throttle = False
+    assert nem.heal() == 1 and cluster.throttles == {}
+
+
+def test_an_unthrottled_move_makes_no_config_call(tmp_path) -> None:
+    cluster = FakeCluster(brokers=4)
+    cluster.assignments[0] = (1, 2, 3)
+    nem, history = _nemesis(tmp_path, cluster, "reassign")
+    applied = nem.apply("reassign", pick=3)
+    assert applied.ok and applied.heal is None
+    assert _verbs(cluster) == ["reassign"]
+    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    assert "throttle" not in done.value
+
+
+def test_a_reorder_is_not_throttled_and_says_so(tmp_path) -> None:
+    cluster = FakeCluster(brokers=3)
+    nem, history, pkg = _throttled(tmp_path, cluster)
+    assert nem.apply(pkg, pick=3).ok
+    assert _verbs(cluster) == ["reassign"]
+    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    assert done.value["throttle"] == {
+        "rate": RATE,
+        "skipped": "no replica to copy to: a new order only",
+    }
+
+
+def test_the_throttle_comes_from_the_spec_and_a_negative_one_is_refused() -> None:
+    import pytest
+    from kafka_trial.nemesis.packages import build_package
+    from kafka_trial.nemesis.reconfigure import Reassign
+    from pydantic import ValidationError
+
+    spec = NemesisSpec(faults=("reassign",), reassign={"throttle_bytes": RATE})
+    assert build_package("reassign", spec, "t") == Reassign("t", 0, throttle_bytes=RATE)
+    assert build_package("reassign", NemesisSpec(), "t") == Reassign("t", 0)
+    with pytest.raises(ValidationError, match=r"throttle_bytes=-1 is negative.*use 0"):
+        NemesisSpec(reassign={"throttle_bytes": -1})

@@ -71,6 +71,52 @@ def test_a_failing_heal_completes_info_and_heal_all_still_makes_the_cluster_whol
     assert cluster.whole
 
 
+class WedgedCluster(FakeCluster):
+    """A broker whose process hit a fatal error and sits in its shutdown: its container
+    runs (so heal-all's start leaves it be), the controller has fenced it, and only a
+    restart ends it."""
+
+    wedged: set[int]
+
+    def await_registered(self, timeout_s: float) -> None:
+        super().await_registered(timeout_s)
+        if self.wedged:
+            raise RuntimeError(f"2 of 3 brokers registered ({sorted(self.wedged)} fenced)")
+
+    def registered_brokers(self) -> dict[int, bool | None]:
+        return {n: fenced or n in self.wedged for n, fenced in super().registered_brokers().items()}
+
+    def kill_node(self, node: int) -> None:
+        super().kill_node(node)
+        self.wedged.discard(node)
+
+
+def test_the_final_heal_restarts_a_broker_wedged_in_its_shutdown(tmp_path: Path) -> None:
+    cluster = WedgedCluster()
+    cluster.wedged = {2}
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    runner = NemesisRunner(Nemesis(cluster, history), [], threading.Event())
+    health = runner.final_heal("trial", 1)
+    assert health["healthy"] is True and health["restarted"] == [2]
+    assert ("kill_node", 2) in cluster.calls and cluster.calls[-1] == ("start_node", 2)
+    (healthy,) = [
+        o for o in read_history(history.path).ops if o.f == "await-healthy" and o.type == "ok"
+    ]
+    assert healthy.value["restarted"] == [2] and "fenced" in healthy.value["why"]
+
+
+def test_a_healthy_final_heal_restarts_nothing(tmp_path: Path) -> None:
+    # The clean twin: nothing wedged, nothing killed.
+    cluster = WedgedCluster()
+    cluster.wedged = set()
+    runner = NemesisRunner(
+        Nemesis(cluster, HistoryWriter(tmp_path / "h.jsonl")), [], threading.Event()
+    )
+    health = runner.final_heal("trial", 1)
+    assert health["healthy"] is True and "restarted" not in health
+    assert not [c for c in cluster.calls if c[0] == "kill_node"]
+
+
 def test_a_fault_that_hits_no_broker_records_no_heal(tmp_path: Path) -> None:
     # With two brokers a minority is nobody: the fault is on record, its heal is not.
     cluster, nem, history = nemesis(tmp_path, brokers=2)

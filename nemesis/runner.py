@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,15 +68,16 @@ class NemesisRunner:
             except Exception as e:
                 # A broker whose process hit a fatal error can sit in its shutdown for
                 # minutes with its container running, which heal-all's start leaves
-                # be: the brokers not registered and unfenced are restarted, once.
+                # be, or exit after heal-all ran: once, the brokers not registered and
+                # unfenced are restarted, and heal-all starts what has exited since.
                 stuck = _stuck_brokers(cluster)
-                if not stuck:
-                    raise
                 health["restarted"] = stuck
                 health["why"] = f"{type(e).__name__}: {e}"[:300]
                 for node in stuck:
-                    cluster.kill_node(node)
+                    with contextlib.suppress(Exception):  # it may have exited already
+                        cluster.kill_node(node)
                     cluster.start_node(node)
+                cluster.heal_all()
                 healthy_within(timeout_s)
             health["seconds"] = round(time.monotonic() - t0, 3)
             return dict(health)

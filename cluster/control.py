@@ -143,10 +143,13 @@ class ClusterControl(Protocol):
         kbit: int,
         delay_ms: int = 20,
         seed: int = 0,
+        peer: int | None = None,
     ) -> dict[str, Any]:
         """Lose, duplicate, reorder (hold for `delay_ms`) or corrupt (a seeded bit
         flip) a share of the packets the node sends, or rate-limit them; returns what
-        was read back (the rules, the qdisc, the helper bound). Raises if not made."""
+        was read back (the rules, the qdisc, the helper bound). With `peer`, one link:
+        only what the node sends to that broker (`dst`, its address, and `read_back`,
+        the destination match as the kernel shows it). Raises if not made."""
         ...
 
     def clear_packet_faults(self, node: int) -> dict[str, Any]:

@@ -279,11 +279,15 @@ class Cluster:
         kbit: int,
         delay_ms: int = 20,
         seed: int = 0,
+        peer: int | None = None,
     ) -> dict[str, Any]:
-        peers = [self._address(j) for j in self.brokers if j != node]
+        if peer is not None and (peer == node or peer not in self.brokers):
+            raise ValueError(f"broker {peer} is not a peer of broker {node}")
+        to = None if peer is None else self._address(peer)
+        peers = [self._address(j) for j in self.brokers if j != node] if to is None else [to]
         self._packet_nodes.add(node)
         made, helper = netns_faults.add(
-            self._namespace(node), kind, probability, kbit, peers, delay_ms, seed
+            self._namespace(node), kind, probability, kbit, peers, delay_ms, seed, to
         )
         if helper is not None:
             self._helpers[node] = helper

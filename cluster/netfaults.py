@@ -144,6 +144,26 @@ def rate(interface: str, kbit: int) -> str:
     )
 
 
+def rate_to(interface: str, kbit: int, ip: str) -> str:
+    """A rate on what the node sends to one address only: an htb root whose one class
+    has the rate, and a u32 filter on the destination that classifies into it. htb
+    sends what no filter classifies (no default class) directly, unshaped; a tbf root
+    cannot tell destinations apart, and this kernel has no prio qdisc."""
+    burst = max(1600, kbit * 1000 // 8 // 100)
+    cls = f"{QDISC_HANDLE}1"
+    # Ours from before (a qdisc cannot be added over one) goes first: a fresh htb.
+    return " && ".join(
+        [
+            qdisc_delete(interface),
+            f"tc qdisc add dev {interface} root handle {QDISC_HANDLE} htb",
+            f"tc class add dev {interface} parent {QDISC_HANDLE} classid {cls} htb "
+            f"rate {kbit}kbit ceil {kbit}kbit burst {burst} cburst {burst}",
+            f"tc filter add dev {interface} parent {QDISC_HANDLE} protocol ip prio 1 "
+            f"u32 match ip dst {ip}/32 flowid {cls}",
+        ]
+    )
+
+
 def qdisc_present(interface: str) -> str:
     return f"tc qdisc show dev {interface} | grep 'handle {QDISC_HANDLE}\\|{QDISC_HANDLE} root'"
 

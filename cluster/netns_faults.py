@@ -4,7 +4,9 @@ host's own iptables and tc through nsenter. Toxiproxy works on TCP streams and
 cannot lose, duplicate or rate-limit packets; a namespace's kernel can.
 
 The rules and the qdisc are cluster/netfaults.py's, on the namespace's interface to
-the run's network (eth0): everything the node sends to its peers and its clients.
+the run's network (eth0): everything the node sends to its peers and its clients, or,
+aimed at one link, only what it sends to one peer's address (the rules match `-d`; the
+rate is an htb class a u32 filter on that address classifies into).
 They live as long as the sidecar: a crashed run's go with its containers, and a
 heal flushes them.
 
@@ -87,26 +89,28 @@ def queue_for(node: int) -> int:
 
 
 def rules_for(
-    kind: PacketKind, probability: float, peers: list[str], node: int
+    kind: PacketKind, probability: float, peers: list[str], node: int, to: str | None = None
 ) -> list[netfaults.Rule]:
     """Loss of anything the node sends out; duplicates of what it sends each peer (TEE
     clones a packet to an address, so one rule per peer's); anything it sends queued
     to the helper, which reorders or corrupts it (--queue-bypass: with no helper bound
-    the packets pass, and the fault fails open, never wedging the node)."""
+    the packets pass, and the fault fails open, never wedging the node). With `to`,
+    one link: only what the node sends to that address."""
     comment = f"-m comment --comment kt:{_tag(node)}"
     chance = f"-m statistic --mode random --probability {probability:.4f}"
+    dst = f"-d {to} " if to else ""
     if kind == "loss":
-        return [netfaults.Rule(f"-o {INTERFACE} -p tcp {chance} {comment} -j DROP")]
+        return [netfaults.Rule(f"-o {INTERFACE} -p tcp {dst}{chance} {comment} -j DROP")]
     if kind in QUEUED_KINDS:
         queue = f"-j NFQUEUE --queue-num {queue_for(node)} --queue-bypass"
-        return [netfaults.Rule(f"-o {INTERFACE} -p tcp {chance} {comment} {queue}")]
+        return [netfaults.Rule(f"-o {INTERFACE} -p tcp {dst}{chance} {comment} {queue}")]
     if kind == "duplicate":
         return [
             netfaults.Rule(
                 f"-o {INTERFACE} -p tcp -d {ip} {chance} {comment} -j TEE --gateway {ip}",
                 table="mangle",
             )
-            for ip in peers
+            for ip in ([to] if to else peers)
         ]
     return []
 
@@ -265,6 +269,43 @@ def end_strays(ns: Namespace, grace_s: float = 3.0) -> int:
     return len(pids)
 
 
+_U32_DST = re.compile(
+    rf"flowid {netfaults.QDISC_HANDLE}1.*?\n\s*match ([0-9a-f]{{8}})/ffffffff at 16"
+)
+
+
+def filtered_to(ns: Namespace) -> list[str]:
+    """The addresses our u32 filters classify into the rate's class, as the kernel
+    shows them (it prints the destination match as hex at offset 16)."""
+    shown = ns.run(f"tc filter show dev {INTERFACE}", check=False)
+    return [".".join(str(b) for b in bytes.fromhex(h)) for h in _U32_DST.findall(shown)]
+
+
+def shown_rules(ns: Namespace) -> list[str]:
+    """The node's packet rules as iptables prints them (-S), both tables."""
+    out = ns.run(
+        f"iptables -w -S {netfaults.CHAIN}; iptables -w -t mangle -S {netfaults.CHAIN}",
+        check=False,
+    )
+    return [line for line in out.splitlines() if f"kt:{_tag(ns.node)}" in line]
+
+
+def _rate(ns: Namespace, kbit: int, to: str | None) -> dict[str, Any]:
+    if to is None:
+        ns.run(netfaults.rate(INTERFACE, kbit))
+        ns.run(netfaults.qdisc_present(INTERFACE))
+        return {"qdisc": f"tbf {kbit}kbit on {INTERFACE}"}
+    ns.run(netfaults.rate_to(INTERFACE, kbit, to))
+    ns.run(netfaults.qdisc_present(INTERFACE))
+    if (seen := filtered_to(ns)) != [to]:
+        raise RuntimeError(f"node {ns.node}'s rate filter reads back {seen}, not [{to}]")
+    return {
+        "qdisc": f"htb {kbit}kbit on {INTERFACE} to {to}",
+        "dst": to,
+        "read_back": [f"u32 match ip dst {ip}/32 flowid {netfaults.QDISC_HANDLE}1" for ip in seen],
+    }
+
+
 def add(
     ns: Namespace,
     kind: PacketKind,
@@ -273,17 +314,17 @@ def add(
     peers: list[str],
     delay_ms: int = 20,
     seed: int = 0,
+    to: str | None = None,
 ) -> tuple[dict[str, Any], Helper | None]:
     """Make the fault and read it back: the rules `iptables -C` finds, or the qdisc;
     for reorder and corrupt also the helper, bound and alive (returned: the heal
-    stops it)."""
+    stops it). With `to`, on one link only: what the node sends to that address, and
+    the read back (`read_back`) shows the destination match."""
     _ensure_tools()
     ns.run(netfaults.setup())
     if kind == "rate":
-        ns.run(netfaults.rate(INTERFACE, kbit))
-        ns.run(netfaults.qdisc_present(INTERFACE))
-        return {"qdisc": f"tbf {kbit}kbit on {INTERFACE}"}, None
-    rules = rules_for(kind, probability, peers, ns.node)
+        return _rate(ns, kbit, to), None
+    rules = rules_for(kind, probability, peers, ns.node, to)
     if not rules:
         raise RuntimeError(f"node {ns.node} has no peer to duplicate packets to")
     # The helper binds first: a rule that queued to no one would only bypass.
@@ -297,11 +338,15 @@ def add(
             raise RuntimeError(
                 f"node {ns.node}'s nfqueue helper is not bound to queue {helper.queue}"
             )
+        seen = shown_rules(ns) if to is not None else []
+        if to is not None and not (seen and all(f"-d {to}/32" in r for r in seen)):
+            raise RuntimeError(f"node {ns.node}'s rules do not all match -d {to}: {seen}")
     except BaseException:
         if helper is not None:
             stop_helper(helper)
         raise
     made: dict[str, Any] = {"rules": len(rules), "kind": kind, "probability": probability}
+    made |= {"dst": to, "read_back": seen} if to is not None else {}
     if helper is not None:
         made |= {"queue": helper.queue, "helper_pid": helper.proc.pid}
         made |= {"delay_ms": delay_ms} if kind == "reorder" else {}
@@ -328,9 +373,19 @@ _SHAPED = re.compile(
 )
 
 
+_SHAPED_LINK = re.compile(
+    rf"class htb {netfaults.QDISC_HANDLE}1 .*?Sent \d+ bytes (\d+) pkt \(dropped (\d+), "
+    r"overlimits (\d+)",
+    re.S,
+)
+
+
 def shaped(ns: Namespace) -> dict[str, int]:
-    """What our rate qdisc sent, dropped and held back (overlimits); {} without one."""
+    """What our rate qdisc sent, dropped and held back (overlimits); {} without one.
+    On one link, its class's counts: what the node sent to that peer."""
     m = _SHAPED.search(ns.run(f"tc -s qdisc show dev {INTERFACE}", check=False))
+    if m is None:
+        m = _SHAPED_LINK.search(ns.run(f"tc -s class show dev {INTERFACE}", check=False))
     if m is None:
         return {}
     sent, dropped, over = (int(x) for x in m.groups())

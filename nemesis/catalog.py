@@ -208,8 +208,10 @@ _INFOS = (
         "packet",
         "lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one bit "
         "of the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of "
-        "the packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): "
-        "iptables rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace",
+        "the packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`), "
+        "all of them or (`nemesis.packet.scope: link`) only those each sends to one peer "
+        "broker, the pick's choice: iptables rules, a tbf qdisc (on one link an htb class "
+        "and a u32 filter) or an NFQUEUE helper in each one's network namespace",
         "remove them and stop the helper; the heal records how many packets they matched "
         "and what the helper did",
         fault_op="packet",

@@ -77,6 +77,7 @@ def _packet(made: Any) -> str:
     if "qdisc" in made:
         return str(made["qdisc"])
     said = f"{made.get('rules')} {made.get('kind')} rule(s), p={made.get('probability')}"
+    said += f", to {made['dst']}" if "dst" in made else ""  # one link's: its peer's address
     if "queue" in made:  # reorder, corrupt: the userspace helper the rule queues to
         said += f", queue {made['queue']} bound by helper pid {made.get('helper_pid')}"
     return said

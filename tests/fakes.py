@@ -44,6 +44,7 @@ class FakeCluster:
     calls: list[tuple[str, object]] = field(default_factory=list)
     assignments: dict[int, tuple[int, ...]] = field(default_factory=dict)  # partition -> replicas
     packet_faults: dict[int, str] = field(default_factory=dict)  # node -> kind
+    packet_links: dict[int, int] = field(default_factory=dict)  # node -> peer (scope link)
     # Paused brokers the engine cannot unpause: resuming them thaws their freezer.
     stuck_paused: set[int] = field(default_factory=set)
     # Membership: the controllers' voter set (node -> directory id), its kind, the
@@ -270,14 +271,27 @@ class FakeCluster:
         kbit: int,
         delay_ms: int = 20,
         seed: int = 0,
+        peer: int | None = None,
     ) -> dict:
-        self._verb("add_packet_fault", (node, kind))
+        if peer is None:
+            self._verb("add_packet_fault", (node, kind))
+        else:
+            self._verb("add_packet_fault", (node, kind, peer))
+            if peer == node or peer not in self.node_ids:
+                raise ValueError(f"broker {peer} is not a peer of broker {node}")
         self.packet_faults[node] = kind
-        return {"rules": 1, "kind": kind, "probability": probability}
+        made = {"rules": 1, "kind": kind, "probability": probability}
+        if peer is None:
+            return made
+        # As the namespace's iptables -S shows a rule aimed at one address.
+        to = f"10.0.0.{peer}"
+        self.packet_links[node] = peer
+        return made | {"dst": to, "read_back": [f"-A KT-TRIAL -d {to}/32 -o eth0"]}
 
     def clear_packet_faults(self, node: int) -> dict:
         self._verb("clear_packet_faults", node)
         self.packet_faults.pop(node, None)
+        self.packet_links.pop(node, None)
         return {"matched_packets": 7}
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:

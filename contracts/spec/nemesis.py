@@ -102,10 +102,18 @@ class PacketSpec(Frozen):
     probability: float = Field(
         0.2, gt=0, le=1, description="loss, duplicate, reorder, corrupt: the share hit"
     )
-    kbit: int = Field(256, ge=8, description="rate: the node's egress, kbit/s")
+    kbit: int = Field(
+        256, ge=8, description="rate: the node's egress (scope link: to its peer), kbit/s"
+    )
     delay_ms: int = Field(
         20,
         description=f"reorder: how long each packet of the share is held, 1 to {MAX_HOLD_MS} ms",
+    )
+    scope: Literal["node", "link"] = Field(
+        "node",
+        description="node: everything a targeted broker sends; link: only what it sends to "
+        "one peer broker, the pick's choice (rules matching the peer's address; rate: an htb "
+        "class a u32 filter on it classifies into)",
     )
 
     def kind_for(self, pick: int) -> PacketKind:

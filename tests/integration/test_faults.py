@@ -454,6 +454,66 @@ def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
     healthy(cluster)
 
 
+_RULE_COUNTS = "iptables -w -L KT-TRIAL -v -x -n; iptables -w -t mangle -L KT-TRIAL -v -x -n"
+
+
+def _matched_to(cluster: Cluster, node: int, ip: str) -> int:
+    """Packets the node's rules aimed at `ip` matched so far (-L's destination column)."""
+    total = 0
+    for line in _in_namespace(cluster, node, _RULE_COUNTS).splitlines():
+        fields = line.split()
+        if len(fields) > 8 and fields[0].isdigit() and fields[8].split("/")[0] == ip:
+            total += int(fields[0])
+    return total
+
+
+@pytest.mark.parametrize("kind", ["loss", "duplicate", "rate", "reorder", "corrupt"])
+def test_a_packet_fault_on_one_link_hits_only_what_goes_to_its_peer(
+    cluster: Cluster, rec, kind: str
+) -> None:
+    """scope link: the rule (or the rate's filter) matches the drawn peer's address while
+    faulted, counts packets to it, and is gone after the heal."""
+    share = 0.05 if kind == "corrupt" else 0.3
+    packet = PacketSpec(kind=kind, probability=share, kbit=2048, scope="link")
+    pkg = bind(PacketFault(TOPIC, 0, ("leader",), packet), cluster, rec)
+    pkg.fault(pick=0)
+    made = last_ok(rec)
+    (node,) = made["brokers"]
+    (link,) = made["links"]
+    peer = link["to"]
+    assert link["from"] == node and peer != node and peer in cluster.brokers, made
+    ip = cluster._address(peer)
+    assert made["made"][str(node)]["dst"] == ip, made
+    try:
+        if kind == "rate":
+            assert "htb" in _in_namespace(cluster, node, "tc qdisc show dev eth0")
+            assert netns_faults.filtered_to(cluster._namespace(node)) == [ip]
+        else:
+            rules = [
+                r for r in _in_namespace(cluster, node, RULES_SHOWN).splitlines() if "kt:" in r
+            ]
+            assert rules and all(f"-d {ip}/32" in r for r in rules), rules
+        _write_until_touched(cluster, node, kind)
+        if kind == "rate":
+            to_peer = netns_faults.shaped(cluster._namespace(node)).get("shaped_packets", 0)
+        else:
+            to_peer = _matched_to(cluster, node, ip)
+        assert to_peer > 0, (kind, ip, _in_namespace(cluster, node, _RULE_COUNTS))
+    finally:
+        pkg.heal()
+    healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]
+    assert healed[-1].type == "ok", healed[-1]
+    cleared = healed[-1].value["packets"][str(node)]
+    assert "left" not in cleared, cleared
+    assert cleared["shaped_packets" if kind == "rate" else "matched_packets"] > 0, cleared
+    assert "kt:packet" not in _in_namespace(cluster, node, RULES_SHOWN)
+    assert "7a71:" not in _in_namespace(cluster, node, "tc qdisc show dev eth0")
+    assert "7a71:" not in _in_namespace(cluster, node, "tc filter show dev eth0")
+    if kind == "corrupt":
+        cluster.heal_all()  # a node the corruption made exit starts again
+    healthy(cluster)
+
+
 def test_a_packet_fault_a_killed_run_left_is_cleared_by_heal(cluster: Cluster, rec) -> None:
     """`kafka-trial heal` (and `finish`) know nothing of the dead run's faults: they find
     the rules in the sidecars' namespaces themselves."""

@@ -201,8 +201,10 @@ EXPECTED_PACKAGES = {
         "packet",
         "lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one bit of "
         "the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of the "
-        "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables "
-        "rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace",
+        "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`), all of "
+        "them or (`nemesis.packet.scope: link`) only those each sends to one peer broker, the "
+        "pick's choice: iptables rules, a tbf qdisc (on one link an htb class and a u32 filter) "
+        "or an NFQUEUE helper in each one's network namespace",
         "remove them and stop the helper; the heal records how many packets they matched and "
         "what the helper did",
         "plain",
@@ -427,9 +429,11 @@ EXPECTED_FAULT_TABLE = (
     "| `isolate-broker` | `partition` with `isolate-random` only | restore |\n"
     "| `packet` | lose, duplicate, reorder (hold back `nemesis.packet.delay_ms`) or corrupt (one "
     "bit of the TCP payload, checksum made valid) a share (`nemesis.packet.probability`) of the "
-    "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`): iptables "
-    "rules, a tbf qdisc or an NFQUEUE helper in each one's network namespace | remove them and "
-    "stop the helper; the heal records how many packets they matched and what the helper did |\n"
+    "packets the targeted brokers send, or rate-limit them (`nemesis.packet.kbit`), all of them "
+    "or (`nemesis.packet.scope: link`) only those each sends to one peer broker, the pick's "
+    "choice: iptables rules, a tbf qdisc (on one link an htb class and a u32 filter) or an "
+    "NFQUEUE helper in each one's network namespace | remove them and stop the helper; the heal "
+    "records how many packets they matched and what the helper did |\n"
     "| `rolling-restart` | stop (SIGTERM: a controlled shutdown) and start each broker in turn, "
     "the next once every partition of the run's topic is back in sync | none: each broker starts "
     "again in its own step |\n"
@@ -677,7 +681,8 @@ EXPECTED_BUILT = {
     "corrupt": "Corrupt(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
     "modes=('bitflip', 'truncate'), name='corrupt')",
     "packet": "PacketFault(topic='trial', partition=0, roles=('random', 'leader', 'controller'), "
-    "packet=PacketSpec(kind='loss', kinds=(), probability=0.2, kbit=256, delay_ms=20), "
+    "packet=PacketSpec(kind='loss', kinds=(), probability=0.2, kbit=256, delay_ms=20, "
+    "scope='node'), "
     "name='packet')",
     "rolling-restart": "RollingRestart(topic='trial', in_sync_s=60.0, name='rolling-restart')",
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "

@@ -84,6 +84,9 @@ class Frames:
     # have nothing to judge and plan nothing.
     app_present: bool = False
     app_output_polls: int = 0  # completed polls of the application's output drain
+    # Some ok read not the final drain's nor the app's output drain's (`reads` then
+    # holds more than the drain's records).
+    reader_polls: bool = True
     # The takeovers that fenced a named session, by time (none in most runs): the
     # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
     fences: tuple[Fence, ...] = ()
@@ -155,6 +158,13 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & (F.col("f") == "txn")
         & (F.col("type") == "info"),
         "app_output_polls": completed & (F.col("f") == "poll") & _is_app_output(),
+        # Ok reads by anyone but the final drain and the app's output drain: a
+        # producers-only run (the default) has none, and what only they judge is empty.
+        "reader_polls": completed
+        & (F.col("type") == "ok")
+        & F.col("f").isin(*READ_FS)
+        & ~F.col("role").eqNullSafe("drain")
+        & ~F.coalesce(_is_app_output(), F.lit(False)),
         # Takeovers of a transactional.id that took effect: only then are the
         # nemesis's lines read again for the sessions they fenced (`_fences`).
         "fences": line
@@ -419,5 +429,6 @@ def load(
         or (open_invokes > 0 and decided["txn_ops"] > 0),
         app_present=any(decided[k] for k in ("app_output_polls", "app_starts", "app_offsets")),
         app_output_polls=decided["app_output_polls"],
+        reader_polls=decided["reader_polls"] > 0,
         fences=_fences(spark, path) if decided["fences"] else (),
     )

@@ -161,6 +161,9 @@ def never_written_values(fr: AnalysisFrames) -> DataFrame:
     """Values none of whose sends could have committed (every send failed): a value
     sent again (a copier's re-copy, an application's resend) is maybe written if any
     of its sends was ok or info."""
+    if not fr.failed_sends:
+        # No send failed (most runs): none, and what joins them plans to nothing.
+        return fr.sends.select("value").limit(0)
 
     def build() -> DataFrame:
         by_value = fr.sends.groupBy("value").agg(

@@ -87,6 +87,7 @@ class Frames:
     # Some ok read not the final drain's nor the app's output drain's (`reads` then
     # holds more than the drain's records).
     reader_polls: bool = True
+    failed_sends: bool = True  # some send failed (`sends` holds an outcome "fail")
     # The takeovers that fenced a named session, by time (none in most runs): the
     # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
     fences: tuple[Fence, ...] = ()
@@ -158,6 +159,17 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & (F.col("f") == "txn")
         & (F.col("type") == "info"),
         "app_output_polls": completed & (F.col("f") == "poll") & _is_app_output(),
+        # Sends that failed: without one, no value is never-written, and the checks
+        # built on those values (aborted-read, the skips' known positions) join nothing.
+        "failed_sends": completed
+        & (F.col("kind") == "send")
+        & F.col("f").isin(*SEND_FS)
+        & (
+            F.when(F.col("f") == "txn", F.col("type")).otherwise(
+                F.coalesce(F.col("outcome"), F.col("type"))
+            )
+            == "fail"
+        ),
         # Ok reads by anyone but the final drain and the app's output drain: a
         # producers-only run (the default) has none, and what only they judge is empty.
         "reader_polls": completed
@@ -430,5 +442,6 @@ def load(
         app_present=any(decided[k] for k in ("app_output_polls", "app_starts", "app_offsets")),
         app_output_polls=decided["app_output_polls"],
         reader_polls=decided["reader_polls"] > 0,
+        failed_sends=decided["failed_sends"] > 0,
         fences=_fences(spark, path) if decided["fences"] else (),
     )

@@ -1,7 +1,8 @@
-"""The report's lanes (the nemesis's ops and the application's lifecycle ops) come from
-one scan of the history's text, and stay the first MAX_NEMESIS of each by index when
-there are more; and the frames say whether anyone but the final drain read, which
-decides whether vanished-read has anything to judge."""
+"""Work the analysis leaves out where a history cannot need it: the report's lanes (the
+nemesis's ops and the application's lifecycle ops) come from one scan of the history's
+text, and stay the first MAX_NEMESIS of each by index when there are more; and the
+frames say whether anyone but the final drain read (vanished-read has nothing to judge
+otherwise) and whether any send failed (no value is never-written otherwise)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from kafka_trial.spark_analysis import report_data
+from kafka_trial.spark_analysis.facts.derived import never_written_values
+from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import load
 
 from tests.histories import Builder, group_poll
@@ -65,3 +68,20 @@ def test_a_drain_alone_is_no_reader_and_a_consumer_is(spark, tmp_path: Path) -> 
     group_poll(with_reader, 5, [(0, 0, 0)])
     with_reader.drain(9, [(0, 0, 0)], at_end={0: 1})
     assert load(spark, str(with_reader.done() / "history.jsonl")).reader_polls is True
+
+
+def test_no_failed_send_means_no_never_written_value(spark, tmp_path: Path) -> None:
+    ok = Builder(tmp_path / "a")
+    ok.sends(0, [(0, 0, 0, "ok"), (1, 0, None, "info")]).drain(9, [(0, 0, 0)], at_end={0: 1})
+    fr = AnalysisFrames(load(spark, str(ok.done() / "history.jsonl")))
+    assert fr.failed_sends is False and never_written_values(fr).count() == 0
+    # The twin: one send failed, and its value is never-written.
+    failed = Builder(tmp_path / "b")
+    failed.sends(0, [(0, 0, 0, "ok")]).sends(0, [(1, 0, None, "fail")])
+    failed.drain(9, [(0, 0, 0)], at_end={0: 1})
+    fr = AnalysisFrames(load(spark, str(failed.done() / "history.jsonl")))
+    try:
+        assert fr.failed_sends is True
+        assert [r["value"] for r in never_written_values(fr).collect()] == [1]
+    finally:
+        fr.release()

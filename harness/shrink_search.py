@@ -128,17 +128,24 @@ class Search:
         return replace(self.best, stage=stage, episodes=tuple(eps))
 
     def shorten(self) -> None:
-        """Gaps closed, the phase cut after the last heal, then faults held shorter."""
+        """Gaps closed, the phase cut after the last heal, then faults held shorter;
+        never a fault later or a phase longer than the best's."""
         packed = _packed(self.best.episodes, self.quiet_s)
-        self.fails(Candidate("shorter", packed, _end(packed, self.quiet_s), self.best.targets))
+        c = Candidate("shorter", packed, self._end(packed), self.best.targets)
+        if c.key() != self.best.key():  # nothing to close: the best, tried already
+            self.fails(c)
         while True:
             held = [max(MIN_FAULT_S, round(e.held_s / 2, 3)) for e in self.best.episodes]
             if all(h >= e.held_s for h, e in zip(held, self.best.episodes, strict=True)):
                 return
             shorter = _packed(self.best.episodes, self.quiet_s, held)
-            c = Candidate("shorter", shorter, _end(shorter, self.quiet_s), self.best.targets)
+            c = Candidate("shorter", shorter, self._end(shorter), self.best.targets)
             if not self.fails(c):
                 return
+
+    def _end(self, eps: Sequence[Episode]) -> float:
+        # Packing moves no heal later, so the best's phase still holds every step.
+        return min(_end(eps, self.quiet_s), self.best.duration_s)
 
     def narrow(self, roles: Sequence[str]) -> None:
         """The roles faults pick from, one at a time, in the order given (the roles
@@ -182,11 +189,13 @@ def _packed(
     eps: Sequence[Episode], quiet_s: float, held: Sequence[float] | None = None
 ) -> tuple[Episode, ...]:
     """The episodes with the gaps between overlapping groups closed to `quiet_s`, each
-    held `held[i]` (else as long as before); within a group, starts keep their offsets."""
+    held `held[i]` (else as long as before); within a group, starts keep their offsets.
+    A group never starts later than it did: a gap already shorter stays as it was."""
     out: list[Episode] = [eps[0]] * len(eps)
     t = quiet_s
     for group in _periods(eps):
         first = min(eps[i].fault.at_s for i in group)
+        t = min(t, first)
         end = t
         for i in group:
             h = eps[i].held_s if held is None else held[i]

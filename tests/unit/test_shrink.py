@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from kafka_trial.contracts.schedule import Step, write_schedule
 from kafka_trial.contracts.shrink_record import SHRUNK_CONFIG, read_shrink
 from kafka_trial.contracts.spec.run import RunSpec
 from kafka_trial.harness.shrink import load_source, shrink
-from kafka_trial.harness.shrink_search import MIN_FAULT_S, Candidate, Search, episodes
+from kafka_trial.harness.shrink_search import MIN_FAULT_S, Candidate, Episode, Search, episodes
 from kafka_trial.harness.spec import build_spec, load_spec
 from kafka_trial.nemesis.schedule import schedule
 from kafka_trial.report.shrink_page import render_shrink_page
@@ -189,6 +190,33 @@ def test_ddmin_keeps_only_failing_subsets_and_tries_each_once() -> None:
     search.ddmin()
     assert [e.fault for e in search.best.episodes] == [PLANTED]
     assert len(tried) == len(set(tried)) <= 8
+
+
+def test_shortening_never_starts_a_fault_later_or_lengthens_the_phase() -> None:
+    """A source whose first fault came before the quiet time (4 s against 6 s) and whose
+    phase ended sooner after its last heal than the quiet time: packing used to start
+    at 6 s and propose a 28 s phase for a 26 s source. Every candidate stays within
+    the source's phase, and its first fault no later than the source's."""
+    fault = Step(4.0, "fault", "pause", 1)
+    source = Candidate("source", (Episode(fault, Step(20.0, "heal", "pause")),), 24.0)
+    tried: list[Candidate] = []
+
+    def trial(c: Candidate) -> bool:
+        tried.append(c)
+        return True
+
+    search = Search(source, trial, 6.0)
+    search.shorten()
+    assert tried, "the faults held shorter were tried"
+    assert all(c.duration_s <= 24.0 for c in tried), [c.duration_s for c in tried]
+    assert all(c.episodes[0].fault.at_s <= 4.0 for c in tried)
+    # The twin: gaps longer than the quiet time are still closed to it.
+    late = Candidate(
+        "source", (Episode(replace(fault, at_s=30.0), Step(46.0, "heal", "pause")),), 60.0
+    )
+    search = Search(late, lambda c: True, 6.0)
+    search.shorten()
+    assert search.best.episodes[0].fault.at_s == 6.0 and search.best.duration_s < 60.0
 
 
 def test_a_written_schedule_must_heal_what_it_starts() -> None:

@@ -18,6 +18,9 @@ Outcome = Literal["ok", "fail", "info"]
 # A client worker's number, the nemesis, or "app-<i>": instance i of the application
 # on trial (its starts and exits).
 Process = int | str
+# The nemesis op a takeover of a transactional.id records, under either package name
+# (hijack-txn, fence-txn-id): the analysis finds the sessions it fenced by it.
+TXN_FENCE_OP = "hijack-txn"
 COMPLETIONS: tuple[Outcome, ...] = ("ok", "fail", "info")
 
 

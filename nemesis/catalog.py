@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_trial.cluster.netfaults import PACKET_TOXICS, STREAM_TOXICS
+from kafka_trial.contracts.ops import TXN_FENCE_OP
 from kafka_trial.contracts.spec.nemesis import PARTITION_TOPOLOGIES, TARGET_ROLES
 
-# The op a takeover of a transactional.id records, under either package name
-# (hijack-txn, fence-txn-id): the analysis finds the fences it made by it.
-TXN_FENCE_OP = "hijack-txn"
 # The packages that act on the run's transactional clients (nemesis/hijack.py).
 TXN_PACKAGES = ("hijack-txn", "fence-txn-id")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_trial.nemesis.catalog import TXN_FENCE_OP
+from kafka_trial.contracts.ops import TXN_FENCE_OP
 from kafka_trial.spark_analysis.read.history_parse import (
     OP_COLUMNS,
     READ_FS,

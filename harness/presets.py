@@ -766,7 +766,9 @@ ALL_PRESETS: tuple[Preset, ...] = (
     ),
     # A reassignment that copies data: two replicas of three brokers, so the move adds
     # one to the broker that held none and drops one, while the leader may be killed
-    # mid-move (the seed interleaves the two).
+    # mid-move: the seed draws the two into a period together or apart, and a kill drawn
+    # with the move runs as soon as the controller shows the move going (the
+    # reassignment's heal waits for it, after the kill's start).
     Preset(
         "reassign",
         sets="acks=all, idempotence, RF 2 of 3 brokers, min.isr 2, no unclean election",

@@ -35,8 +35,8 @@ class PackageInfo:
     # The other fault ops a sequence of steps records, each with its heal's f.
     steps: tuple[tuple[str, str | None], ...] = ()
     # The f of a heal the fault leaves only when it stopped short with something still
-    # in force (reassign's throttle on a move not done in time): a heal, but the fault
-    # op it follows was over when it completed, so it ends no fault's band.
+    # in force (reassign's throttle, set for a move that was then refused): a heal, but
+    # not the fault op's own, so it ends no fault's band (heal-all ends that one).
     leftover_heal: str | None = None
     # The brokers' storage the fault acts on: "writeback" needs kt-lazyfs under the
     # data directory (cluster.storage), which a plain volume has not.
@@ -218,7 +218,8 @@ _INFOS = (
         "duplicate, reorder, corrupt or bandwidth makes these on the node's own kernel",
     ),
     # Reconfiguration as operators do it (nemesis/reconfigure.py): nothing to heal, each
-    # step leaves the cluster whole or completes `info`.
+    # step leaves the cluster whole or completes `info`; a reassignment's heal waits for
+    # the move it started, so what follows it in the schedule runs during the move.
     PackageInfo(
         "rolling-restart",
         "stop (SIGTERM: a controlled shutdown) and start each broker in turn, the next "
@@ -239,13 +240,15 @@ _INFOS = (
         "reassign",
         "move `nemesis.target_partition`'s replicas while clients write: one to a broker "
         "that held none where there is one, else a new replica order (a new preferred "
-        "leader); with `nemesis.reassign.throttle_bytes`, under a replication throttle "
-        "as `kafka-reassign-partitions.sh --throttle` sets one, read back and removed once "
-        "the move is done; `info` with where it stopped if not done in time",
-        "none: the partition stays where it was moved; a throttle left by a move not done "
-        "in time is removed (`unthrottle`)",
+        "leader); the op completes once the controller shows the move going (or done), "
+        "so the faults after it run while it moves; with `nemesis.reassign.throttle_bytes`, "
+        "under a replication throttle as `kafka-reassign-partitions.sh --throttle` sets "
+        "one, read back before the move",
+        "wait for the move to be done (`info` with where it stopped if not in time; left "
+        "to finish), then remove the throttle, read back gone; a throttle set for a move "
+        "never asked for is removed (`unthrottle`)",
         fault_op="reassign",
-        heal_op=None,
+        heal_op="reassign-settle",
         leftover_heal="unthrottle",
         docker_only="the reassignment goes through kafka-trial's Java admin tool, built "
         "against the Docker kind's Kafka jars",

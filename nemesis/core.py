@@ -119,15 +119,25 @@ class Nemesis:
         for a in reversed(chosen):
             h = a.heal
             assert h is not None
+            short: list[Unfinished] = []
 
-            def act(h: Heal = h) -> dict[str, Any]:
-                return {**h.result, **apply_undo(self.cluster, h.undo)}
+            def act(h: Heal = h, short: list[Unfinished] = short) -> dict[str, Any]:
+                try:
+                    return {**h.result, **apply_undo(self.cluster, h.undo)}
+                except Unfinished as e:
+                    short.append(e)
+                    raise
 
-            if self.rec.do(h.f, h.value, act):
+            ok = self.rec.do(h.f, h.value, act)
+            if ok or (short and short[0].heal is None):
+                # Healed, or stopped short with nothing left in force (a reassignment
+                # left to finish, its throttle gone): the op says which.
                 healed += 1
                 with self._lock:
                     self._heal_failed.discard(id(a))
                 continue
+            if short:  # what it left in force is all a later heal has to undo
+                a = Applied(a.package, a.results, short[0].heal)
             # Not healed as far as anyone knows: still outstanding (a later heal, or the
             # final one, tries again), and shown as a heal that failed.
             with self._lock:

@@ -148,6 +148,21 @@ def _membership(f: str, v: dict[str, Any]) -> list[str]:
     return out
 
 
+def _reassign(f: str, v: dict[str, Any]) -> list[str]:
+    """A reassignment asked for, and where its heal found it done."""
+    if f == "reassign" and "to" in v:
+        how = "done at once" if v.get("done_at_fault") else "moving"
+        return [f"replicas {v.get('from')} -> {v.get('to')}, {how}"]
+    if f == "reassign-settle" and isinstance(v.get("settled"), dict):
+        return [
+            f"{tp}: replicas {x.get('replicas')}, ISR {x.get('isr')}, done "
+            f"{x.get('took_s')} s after its request"
+            for tp, x in sorted(v["settled"].items())
+            if isinstance(x, dict)
+        ]
+    return []
+
+
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
@@ -209,8 +224,7 @@ def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
             _packets_healed(b, x) for b, x in sorted(v["packets"].items()) if isinstance(x, dict)
         ]
     parts.append(_hijacked(f, v))
-    if f == "reassign" and "to" in v:
-        parts.append(f"replicas {v.get('from')} -> {v.get('to')} in {v.get('took_s')} s")
+    parts += _reassign(f, v)
     if f == "elect-preferred" and isinstance(v.get("elected"), dict):
         parts += [
             f"partition {p}: leader {x.get('from')} -> {x.get('to')}"

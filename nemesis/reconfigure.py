@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.cluster.throttle import RATES, REPLICAS
-from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, Unfinished, unthrottle, wait_until
+from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, Unfinished, wait_until
 
 
 class NotInSync(RuntimeError):
@@ -125,8 +125,8 @@ class PreferredElection:
 
 
 class NotMoved(Unfinished):
-    """The reassignment did not complete in time: where it stopped is in the error, and
-    a throttle it set stays outstanding until its heal removes it."""
+    """The reassignment did not start, or not that the controller showed: why is in the
+    error, and what it left in force stays outstanding until its heal undoes it."""
 
 
 def target_replicas(replicas: tuple[int, ...], nodes: list[int], pick: int) -> list[int]:
@@ -177,22 +177,30 @@ def throttle_missing(
 class Reassign:
     """Move one partition's replicas while clients write (the Admin API's partition
     reassignment, as `kafka-reassign-partitions.sh --execute` does): one replica to a
-    broker that held none where there is one, else a new replica order. The
-    completion records the replicas before and after and how long the move took; a
-    move that has not completed within `settle_s` completes `info` with where it
-    stopped (adding and removing replicas), and is left to finish, as an operator's
-    would be.
+    broker that held none where there is one, else a new replica order. The fault op
+    asks for the move and completes as soon as the controller shows it in progress
+    (`started`) or already done (`done_at_fault`), within `started_s`, else `info`:
+    what the schedule runs next runs while the replicas move. It records the
+    replicas before and after, and `seen_after_s`, how long after the request the
+    controller showed it so.
+
+    Its heal (`reassign-settle`) waits up to `settle_s` from the request for the move
+    to be done, and records how long it took (to the look that saw it done: for a move
+    done before the heal began, an upper bound) and the replicas and ISR it ended with;
+    a move not done by then completes the heal `info` with where it stopped (adding
+    and removing replicas), and is left to finish, as an operator's would be.
 
     With `throttle_bytes`, the move copies under a replication throttle as the tool's
     `--throttle` sets one (set, and read back, before the move; an `info` that moves
-    nothing if it is not in force), recorded as `throttle`, and removed, read back
-    gone, once the move is done. A move not done in time, or a removal that did not
-    take, leaves a heal (`unthrottle`) that removes it: nothing else to heal."""
+    nothing if it is not in force), recorded as `throttle`. The heal removes it, read
+    back gone, however the move ended; a throttle its removal left, or one set for a
+    move that never started, is removed by a later heal (`unthrottle` for the latter)."""
 
     topic: str
     partition: int
     settle_s: float = 90.0
     throttle_bytes: int = 0
+    started_s: float = 5.0
     name: str = "reassign"
 
     def fault(self, ctl: ClusterControl, pick: int) -> Iterator[Step]:
@@ -204,54 +212,77 @@ class Reassign:
         target = target_replicas(before, ctl.node_ids, pick)
         if target == list(before):
             raise NotMoved(f"{self.topic}/{self.partition} has one replica and no spare broker")
-        throttle, heal = self._throttle(ctl, list(before), target)
-        t0 = time.monotonic()
+        throttle, unthrottled = self._throttle(ctl, list(before), target)
+        since = time.monotonic()
         try:
             ctl.reassign(self.topic, self.partition, target)
         except Exception as e:  # refused: the throttle set for it still goes
-            raise Unfinished(f"reassignment refused: {type(e).__name__}: {e}", heal) from e
-
-        def done() -> bool:
-            now = ctl.partitions(self.topic).get(self.partition)
-            return (
-                now is not None
-                and list(now.replicas) == target
-                and set(now.isr) == set(target)
-                and self.partition not in ctl.reassignments(self.topic)
-            )
-
-        if not wait_until(done, self.settle_s, every_s=1.0):
-            now = ctl.partitions(self.topic).get(self.partition)
-            going = ctl.reassignments(self.topic).get(self.partition, {})
+            raise Unfinished(f"reassignment refused: {type(e).__name__}: {e}", unthrottled) from e
+        settle = self._settle(target, since, throttle)
+        seen = self._seen(ctl, target)
+        if seen is None:
             raise NotMoved(
-                f"{self.topic}/{self.partition} not at {target} within {self.settle_s:.0f} s: "
-                f"replicas {list(now.replicas) if now else '?'}, ISR "
-                f"{list(now.isr) if now else '?'}, in progress {going or 'none'}"
-                + (
-                    f"; throttled at {self.throttle_bytes} B/s, removed by its heal" if heal else ""
-                ),
-                heal,
+                f"{self.topic}/{self.partition}: the controller showed the reassignment to "
+                f"{target} neither in progress nor done within {self.started_s:.0f} s of its "
+                "request; its heal waits for it",
+                settle,
             )
         result: dict[str, Any] = {
             "from": list(before),
             "to": target,
             "moved_to": sorted(set(target) - set(before)),
-            "took_s": round(time.monotonic() - t0, 2),
+            seen: True,
+            "seen_after_s": round(time.monotonic() - since, 2),
         }
-        if throttle is None or heal is None:
-            return Done(result | ({"throttle": throttle} if throttle else {}))
-        try:
-            unthrottle(ctl, self.topic, throttle["brokers"])
-        except Exception as e:  # the move is done; its heal removes the throttle
-            left = f"{type(e).__name__}: {e}"[:300]
-            return Done(result | {"throttle": throttle | {"removed": False, "left": left}}, heal)
-        return Done(result | {"throttle": throttle | {"removed": True}})
+        return Done(result | ({"throttle": throttle} if throttle else {}), settle)
+
+    def _seen(self, ctl: ClusterControl, target: list[int]) -> str | None:
+        """`started` once the controller shows the reassignment going, `done_at_fault`
+        once the partition is on `target` and nothing moves it; None if neither within
+        `started_s` (each look that fails is one that saw nothing). The partition's
+        replicas answer first, without the admin tool's JVM: while the move goes they
+        are the new ones and the ones it removes."""
+        seen: list[str] = []
+
+        def look() -> bool:
+            try:
+                now = ctl.partitions(self.topic).get(self.partition)
+                moving = now is not None and set(now.replicas) > set(target)
+                if moving or self.partition in ctl.reassignments(self.topic):
+                    seen.append("started")
+                elif now is not None and list(now.replicas) == target:
+                    seen.append("done_at_fault")
+            except Exception:  # no answer this time (a leader moving): asked again
+                return False
+            return bool(seen)
+
+        wait_until(look, self.started_s, every_s=0.2)
+        return seen[-1] if seen else None
+
+    def _settle(self, target: list[int], since: float, throttle: dict[str, Any] | None) -> Heal:
+        """The heal: wait for the move, then delete the throttle, if one was set."""
+        brokers = tuple(throttle["brokers"]) if throttle and "brokers" in throttle else ()
+        undo = (
+            Undo(
+                "await-move",
+                replicas=((self.topic, self.partition, tuple(target)),),
+                timeout_s=self.settle_s,
+                since=since,
+            ),
+        )
+        if brokers:
+            undo += (Undo("unthrottle", topic=self.topic, nodes=brokers),)
+        value = {"topic": self.topic, "partition": self.partition, "to": target}
+        return Heal(
+            "reassign-settle", value | ({"brokers": list(brokers)} if brokers else {}), {}, undo
+        )
 
     def _throttle(
         self, ctl: ClusterControl, before: list[int], target: list[int]
     ) -> tuple[dict[str, Any] | None, Heal | None]:
-        """The throttle set and read back, and the heal that removes it; (None, None)
-        unthrottled. A reorder copies nothing, so it is said, not throttled."""
+        """The throttle set and read back, and the heal (`unthrottle`) that removes it
+        if the move is never asked for; (None, None) unthrottled. A reorder copies
+        nothing, so it is said, not throttled."""
         if not self.throttle_bytes:
             return None, None
         rate = self.throttle_bytes

@@ -35,6 +35,7 @@ class Undo:
         "add-voter",
         "add-broker",
         "unthrottle",
+        "await-move",
     ]
     node: int | None = None
     link: LinkId | None = None
@@ -43,12 +44,17 @@ class Undo:
     # An instance of the application on trial, by index: a restart after the fault
     # replaces its process or container, and the heal acts on whichever runs then.
     app: int | None = None
-    # Where a decommissioned broker's partitions go back to: (topic, partition, replicas).
+    # Where partitions go, (topic, partition, replicas): a decommissioned broker's back,
+    # or a reassignment's to the replicas it was asked to move them to.
     replicas: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
     # A reassignment's throttle: the topic its replica lists are on, the brokers its
     # rates are on.
     topic: str | None = None
     nodes: tuple[int, ...] = ()
+    # A reassignment awaited: when (time.monotonic) it was asked for, and how long after
+    # that its heal waits for it at most; its duration counts from the request too.
+    timeout_s: float = 0.0
+    since: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,11 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     resumed or reconnected, or "gone" when no instance of that index is registered;
     `packets`: per node, how many packets its rules matched before they went;
     `added`: per node, the voter or fresh broker added back, as read back;
-    `unthrottled`: per topic, the throttle's configs read back once deleted, {})."""
+    `unthrottled`: per topic, the throttle's configs read back once deleted, {};
+    `settled`: per `topic/partition` a reassignment moved, its replicas and ISR as last
+    read, and `took_s` since it was asked for). A reassignment not done in time raises
+    `Unfinished` with where it stopped, once every other action ran: its throttle goes
+    however the move ends, and the move is left to finish, nothing outstanding."""
     freed: dict[str, Any] = {}
     thawed: dict[str, str] = {}
     clock: dict[str, Any] = {}
@@ -114,6 +124,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     packets: dict[str, Any] = {}
     added: dict[str, Any] = {}
     unthrottled: dict[str, Any] = {}
+    settled: dict[str, Any] = {}
     for u in undo:
         if u.verb in ("start", "resume") and u.node is not None:
             how = ctl.start_node(u.node) if u.verb == "start" else ctl.resume_node(u.node)
@@ -142,8 +153,13 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
             added[str(u.node)] = membership(ctl).add_broker(u.node, back)
         elif u.verb == "unthrottle" and u.topic is not None:
             unthrottled[u.topic] = unthrottle(ctl, u.topic, list(u.nodes))
+        elif u.verb == "await-move" and u.replicas:
+            settled |= {f"{t}/{p}": await_move(ctl, t, p, list(r), u) for t, p, r in u.replicas}
         else:
             raise ValueError(f"malformed undo action {u}")
+    if stalled := {k: v for k, v in settled.items() if "took_s" not in v}:
+        removed = f"; throttle removed, read back gone: {unthrottled}" if unthrottled else ""
+        raise Unfinished(f"reassignment not done in time, left to finish: {stalled}{removed}")
     return (
         ({"freed": freed} if freed else {})
         | ({"clock": clock} if clock else {})
@@ -153,6 +169,7 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
         | ({"packets": packets} if packets else {})
         | ({"added": added} if added else {})
         | ({"unthrottled": unthrottled} if unthrottled else {})
+        | ({"settled": settled} if settled else {})
     )
 
 
@@ -164,6 +181,45 @@ def unthrottle(ctl: ClusterControl, topic: str, brokers: list[int]) -> dict[str,
     if left:
         raise RuntimeError(f"the throttle on {topic} is still set after its removal: {left}")
     return left
+
+
+def await_move(
+    ctl: ClusterControl, topic: str, partition: int, target: list[int], u: Undo
+) -> dict[str, Any]:
+    """Wait, until `u.timeout_s` after the request, for a reassignment to be done: the
+    partition on `target`, all of it in sync, the controller moving it no more. Never
+    raises (a look that fails, a broker killed or a leader moving, is a look that saw
+    nothing): what undoes the rest of the fault runs however this ends. Its replicas
+    and ISR as last read, `took_s` since it was asked for once done, else
+    `in_progress`: the replicas the controller was still adding and removing."""
+    seen: dict[str, Any] = {"replicas": None, "isr": None}
+
+    def done() -> bool:
+        try:
+            now = ctl.partitions(topic).get(partition)
+            going = ctl.reassignments(topic).get(partition)
+        except Exception as e:  # no answer this time: asked again
+            seen["error"] = f"{type(e).__name__}: {e}"[:200]
+            return False
+        seen.pop("error", None)
+        seen.update(
+            replicas=list(now.replicas) if now else None, isr=list(now.isr) if now else None
+        )
+        seen["in_progress"] = going or {}
+        return (
+            now is not None
+            and list(now.replicas) == target
+            and set(now.isr) == set(target)
+            and not going
+        )
+
+    # Counted from the request, so a heal tried again after a failed one looks once
+    # more, and does not wait all over again for a move left to finish.
+    left_s = max(0.0, u.since + u.timeout_s - time.monotonic())
+    if wait_until(done, left_s, every_s=1.0):
+        seen.pop("in_progress", None)
+        return seen | {"took_s": round(time.monotonic() - u.since, 2)}
+    return seen
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, every_s: float = 0.5) -> bool:

@@ -27,6 +27,7 @@ from kafka_trial.contracts.spec.nemesis import PacketSpec
 from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.harness.spec import RunSpec
 from kafka_trial.nemesis.catalog import TOPOLOGIES as PARTITION_TOPOLOGIES
+from kafka_trial.nemesis.core import Nemesis
 from kafka_trial.nemesis.hijack import HijackTxn
 from kafka_trial.nemesis.packages import ClientPartition, Degrade, PartitionFault, ProcessFault
 from kafka_trial.nemesis.packets import PacketFault
@@ -196,26 +197,67 @@ def test_a_preferred_election_gives_a_partition_back_to_its_first_replica(
     healthy(cluster)
 
 
+def _fill(cluster: Cluster, topic: str, n: int, size: int) -> None:
+    """`n` values of about `size` bytes, acked by every in-sync replica, for a move to copy."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(n):
+        producer.produce(topic, b"v" * size + str(i).encode(), partition=0)
+    assert producer.flush(60) == 0
+
+
 def test_a_reassignment_copies_a_partition_to_a_broker_that_held_none(
     cluster: Cluster, rec
 ) -> None:
     topic = "reassign-rf2"
     cluster.create_topic(TopicSpec(name=topic, partitions=1, replication_factor=2))
     assert cluster.await_in_sync(topic, 60)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(200):
-        producer.produce(topic, str(i).encode(), partition=0)
-    assert producer.flush(30) == 0
+    _fill(cluster, topic, 200, 0)
     before = cluster.partitions(topic)[0].replicas
-    bind(Reassign(topic, 0), cluster, rec).fault(pick=2)
-    (done,) = [
-        o for o in read_history(rec.history.path).ops if o.f == "reassign" and o.type != "invoke"
-    ]
+    pkg = bind(Reassign(topic, 0), cluster, rec)
+    pkg.fault(pick=2)
+    pkg.heal()
+    ops = read_history(rec.history.path).ops
+    (done,) = [o for o in ops if o.f == "reassign" and o.type != "invoke"]
     assert done.type == "ok", done
+    assert done.value.get("started") or done.value.get("done_at_fault"), done
+    (settled,) = [o for o in ops if o.f == "reassign-settle" and o.type != "invoke"]
+    assert settled.type == "ok", settled
     after = cluster.partitions(topic)[0]
     assert done.value["from"] == list(before) and list(after.replicas) == done.value["to"]
     (spare,) = done.value["moved_to"]
     assert spare not in before and spare in after.isr  # the new replica caught up
+    went = settled.value["settled"][f"{topic}/0"]
+    assert went["replicas"] == done.value["to"] and went["took_s"] >= 0
+    cluster.delete_topics([topic])
+    healthy(cluster)
+
+
+def test_a_kill_after_a_reassignment_runs_before_its_heal(cluster: Cluster, rec) -> None:
+    """The reassign op completes once the controller shows the move going, so a kill of
+    the leader the schedule runs next is recorded between the op and the move's heal,
+    whatever the timing: that order is asserted, how far the move had got is printed."""
+    topic = "reassign-kill"
+    cluster.create_topic(TopicSpec(name=topic, partitions=1, replication_factor=2))
+    assert cluster.await_in_sync(topic, 60)
+    _fill(cluster, topic, 3000, 1000)  # about 3 MB for the new replica to copy
+    nem = Nemesis(cluster, rec)
+    try:
+        moved = nem.apply(Reassign(topic, 0), pick=2)
+        killed = nem.apply(ProcessFault("kill", topic, 0, ("leader",), "kill-leader"), pick=0)
+        print(f"still moving when the kill began: {0 in cluster.reassignments(topic)}")
+    finally:
+        nem.heal()  # latest first: the kill's start, then the wait for the move
+    ops = read_history(rec.history.path).ops
+    (r_done,) = [o for o in ops if o.f == "reassign" and o.type != "invoke"]
+    (k_inv,) = [o for o in ops if o.f == "kill" and o.type == "invoke"]
+    (s_inv,) = [o for o in ops if o.f == "reassign-settle" and o.type == "invoke"]
+    (s_done,) = [o for o in ops if o.f == "reassign-settle" and o.type != "invoke"]
+    for o in (r_done, k_inv, s_inv, s_done):
+        print(f"{o.index} {o.time / 1e9:.3f} {o.f} {o.type} {o.value} {o.error or ''}")
+    assert moved.ok and killed.ok, (r_done, [o for o in ops if o.f == "kill"])
+    assert r_done.index < k_inv.index < s_inv.index  # the ops interleave
+    assert s_done.type == "ok" or "not done in time" in (s_done.error or ""), s_done
+    assert cluster.await_in_sync(topic, 120)
     cluster.delete_topics([topic])
     healthy(cluster)
 
@@ -252,8 +294,8 @@ def _in_force(configs: dict, brokers: list[int]) -> bool:
 def _watch(cluster: Cluster, topic: str, brokers: list[int], stop: threading.Event) -> list[dict]:
     """The throttle's configs, each read between two looks at the controller's
     reassignments that both showed the move going: the fault sets them before it
-    asks for the move and deletes them only once the controller says it is done, so
-    each of these must show them, whatever the timing."""
+    asks for the move and its heal deletes them only once the controller says it is
+    done (or its wait ran out), so each of these must show them, whatever the timing."""
     during: list[dict] = []
     moving = False
     while not stop.is_set():
@@ -274,8 +316,8 @@ def test_a_throttled_reassignment_is_throttled_while_it_moves_and_unthrottled_af
     cluster: Cluster, rec
 ) -> None:
     """What holds in every run: the throttle's configs were read back in force before
-    the move, and are gone once it is done (or once the heal of a move not done in
-    time ran); the move completes, or is `info` with where it stopped. How much longer
+    the move, are still in force once the op completed, and are gone once its heal ran,
+    which waits for the move: done, or `info` with where it stopped. How much longer
     the throttle made it is printed, never asserted: that depends on the machine."""
     topic = "reassign-throttled"
     cluster.create_topic(TopicSpec(name=topic, partitions=1, replication_factor=2))
@@ -298,36 +340,38 @@ def test_a_throttled_reassignment_is_throttled_while_it_moves_and_unthrottled_af
                 if o.f == "reassign" and o.type != "invoke"
             ]
             left_after_op = cluster.throttle_configs(topic, brokers)
-            nem.heal()  # a move not done in time left its throttle to this heal
+            nem.heal()  # waits for the move, then removes the throttle however it ended
         finally:
             stop.set()
         assert load.result(60) > 0  # the clients wrote during the move
         during = watch.result(60)
     ops = read_history(rec.history.path).ops
     print(f"throttled reassign: {done.type} {done.value} {done.error or ''}")
-    if done.type == "ok":
-        made = done.value["throttle"]
-        # Read back (describe_configs) after it was set and before the move began.
-        seen = made["read_back"]
-        for b in made["brokers"]:
-            assert seen["brokers"][str(b)] == {
-                "leader.replication.throttled.rate": str(THROTTLE_RATE),
-                "follower.replication.throttled.rate": str(THROTTLE_RATE),
-            }
-        (spare,) = done.value["moved_to"]
-        assert seen["topic"]["follower.replication.throttled.replicas"] == f"0:{spare}"
-        if made["removed"]:
-            assert left_after_op == {}
-        assert all(c == seen for c in during), during
-        print(f"throttled move took {done.value['took_s']} s at {THROTTLE_RATE} B/s")
-    else:
-        assert done.type == "info" and "not at" in (done.error or ""), done
+    assert done.type == "ok", done
+    made = done.value["throttle"]
+    # Read back (describe_configs) after it was set and before the move began.
+    seen = made["read_back"]
+    for b in made["brokers"]:
+        assert seen["brokers"][str(b)] == {
+            "leader.replication.throttled.rate": str(THROTTLE_RATE),
+            "follower.replication.throttled.rate": str(THROTTLE_RATE),
+        }
+    (spare,) = done.value["moved_to"]
+    assert seen["topic"]["follower.replication.throttled.replicas"] == f"0:{spare}"
+    # The op is over and the throttle still in force: only the heal removes it.
+    assert _in_force(left_after_op, brokers), left_after_op
+    assert all(c == seen for c in during), during
     print(f"the throttle was read back {len(during)} times while the move went on")
     assert all(_in_force(c, brokers) for c in during), during
-    healed = [o for o in ops if o.f == "unthrottle" and o.type != "invoke"]
-    if healed or done.type == "info":
-        assert [o.type for o in healed] == ["ok"], healed
-        assert healed[0].value["unthrottled"] == {topic: {}}
+    (healed,) = [o for o in ops if o.f == "reassign-settle" and o.type != "invoke"]
+    print(f"settled: {healed.type} {healed.value} {healed.error or ''}")
+    if healed.type == "ok":
+        assert healed.value["unthrottled"] == {topic: {}}
+        took = healed.value["settled"][f"{topic}/0"]["took_s"]
+        print(f"throttled move took {took} s at {THROTTLE_RATE} B/s")
+    else:
+        assert "not done in time" in (healed.error or ""), healed
+        assert "throttle removed, read back gone" in (healed.error or ""), healed
     assert cluster.throttle_configs(topic, brokers) == {}  # gone, however it ended
     assert cluster.await_in_sync(topic, 120)
     cluster.delete_topics([topic])
@@ -335,7 +379,7 @@ def test_a_throttled_reassignment_is_throttled_while_it_moves_and_unthrottled_af
 
 
 def test_a_throttle_a_killed_run_left_is_deleted_by_heal(cluster: Cluster) -> None:
-    # As a throttled reassign leaves it when its run dies before the heal.
+    # As a throttled reassign leaves it when its run dies before its heal.
     brokers = sorted(cluster.node_ids)
     cluster.set_throttle(TOPIC, THROTTLE_RATE, brokers, "0:1,0:2", "0:3")
     assert _in_force(cluster.throttle_configs(TOPIC, brokers), brokers)

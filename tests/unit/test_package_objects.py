@@ -230,11 +230,13 @@ EXPECTED_PACKAGES = {
         "reassign",
         "move `nemesis.target_partition`'s replicas while clients write: one to a broker that "
         "held none where there is one, else a new replica order (a new preferred leader); "
-        "with `nemesis.reassign.throttle_bytes`, under a replication throttle as "
-        "`kafka-reassign-partitions.sh --throttle` sets one, read back and removed once the "
-        "move is done; `info` with where it stopped if not done in time",
-        "none: the partition stays where it was moved; a throttle left by a move not done in "
-        "time is removed (`unthrottle`)",
+        "the op completes once the controller shows the move going (or done), so the faults "
+        "after it run while it moves; with `nemesis.reassign.throttle_bytes`, under a "
+        "replication throttle as `kafka-reassign-partitions.sh --throttle` sets one, read "
+        "back before the move",
+        "wait for the move to be done (`info` with where it stopped if not in time; left to "
+        "finish), then remove the throttle, read back gone; a throttle set for a move never "
+        "asked for is removed (`unthrottle`)",
         "plain",
         "real",
     ),
@@ -355,7 +357,7 @@ EXPECTED_FAULT_OPS = {
     "packet": "packet-heal",
     "restart": None,
     "elect-preferred": None,
-    "reassign": None,
+    "reassign": "reassign-settle",
     "voter-remove": "voter-add",
     "remove-broker": "add-broker",
     "elect-unclean": None,
@@ -376,6 +378,7 @@ EXPECTED_HEAL_OPS = [
     "heal",
     "heal-all",
     "packet-heal",
+    "reassign-settle",
     "restore",
     "resume",
     "start",
@@ -442,11 +445,12 @@ EXPECTED_FAULT_TABLE = (
     "election put it |\n"
     "| `reassign` | move `nemesis.target_partition`'s replicas while clients write: one to a "
     "broker that held none where there is one, else a new replica order (a new preferred "
-    "leader); with `nemesis.reassign.throttle_bytes`, under a replication throttle as "
-    "`kafka-reassign-partitions.sh --throttle` sets one, read back and removed once the move "
-    "is done; `info` with where it stopped if not done in time | none: the partition stays "
-    "where it was moved; a throttle left by a move not done in time is removed "
-    "(`unthrottle`) |\n"
+    "leader); the op completes once the controller shows the move going (or done), so the "
+    "faults after it run while it moves; with `nemesis.reassign.throttle_bytes`, under a "
+    "replication throttle as `kafka-reassign-partitions.sh --throttle` sets one, read back "
+    "before the move | wait for the move to be done (`info` with where it stopped if not in "
+    "time; left to finish), then remove the throttle, read back gone; a throttle set for a "
+    "move never asked for is removed (`unthrottle`) |\n"
     "| `voter-change` | remove a controller from the KRaft voter set (the quorum leader or "
     "another voter, by the pick; needs `cluster.quorum: dynamic`): it keeps running as an "
     "observer; the voter sets before and after are recorded, `info` if the quorum still lists "
@@ -688,7 +692,8 @@ EXPECTED_BUILT = {
     "preferred-election": "PreferredElection(topic='trial', settle_s=10.0, "
     "name='preferred-election')",
     "reassign": (
-        "Reassign(topic='trial', partition=0, settle_s=90.0, throttle_bytes=0, name='reassign')"
+        "Reassign(topic='trial', partition=0, settle_s=90.0, throttle_bytes=0, started_s=5.0, "
+        "name='reassign')"
     ),
     "voter-change": "VoterChange(settle_s=30.0, name='voter-change')",
     "remove-broker": "RemoveBroker(settle_s=120.0, unregister_s=30.0, name='remove-broker')",

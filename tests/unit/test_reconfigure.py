@@ -4,7 +4,8 @@ nothing completes `info` (the real-broker test is tests/integration/test_faults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_trial.contracts.history import HistoryWriter, read_history
@@ -108,8 +109,11 @@ def test_the_report_says_what_each_did() -> None:
     )
     said = effect("elect-preferred", "ok", {"elected": {"0": {"from": 2, "to": 1}}})
     assert said == "partition 0: leader 2 -> 1"
-    said = effect("reassign", "ok", {"from": [3, 1], "to": [2, 1], "took_s": 2.1})
-    assert said == "replicas [3, 1] -> [2, 1] in 2.1 s"
+    said = effect("reassign", "ok", {"from": [3, 1], "to": [2, 1], "started": True})
+    assert said == "replicas [3, 1] -> [2, 1], moving"
+    settled = {"trial/0": {"replicas": [2, 1], "isr": [2, 1], "took_s": 2.1}}
+    said = effect("reassign-settle", "ok", {"topic": "trial", "settled": settled})
+    assert said == "trial/0: replicas [2, 1], ISR [2, 1], done 2.1 s after its request"
 
 
 def test_a_reassignment_moves_a_replica_to_a_spare_broker_or_reorders() -> None:
@@ -123,27 +127,87 @@ def test_a_reassignment_moves_a_replica_to_a_spare_broker_or_reorders() -> None:
     assert target_replicas((1, 2, 3), [1, 2, 3], 4) == target_replicas((1, 2, 3), [1, 2, 3], 4)
 
 
+def _ops(history: HistoryWriter, f: str) -> list:
+    return [o for o in read_history(history.path).ops if o.f == f]
+
+
 def test_a_reassignment_records_where_the_partition_went(tmp_path) -> None:
     cluster = FakeCluster(brokers=4)
     cluster.assignments[0] = (1, 2, 3)
     nem, history = _nemesis(tmp_path, cluster, "reassign")
-    assert nem.apply("reassign", pick=3).ok
+    applied = nem.apply("reassign", pick=3)
+    assert applied.ok and applied.heal is not None and applied.heal.f == "reassign-settle"
     ((_, (topic, partition, target)),) = [c for c in cluster.calls if c[0] == "reassign"]
     assert (topic, partition) == ("trial", 0) and 4 in target
-    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    (done,) = [o for o in _ops(history, "reassign") if o.type == "ok"]
     assert done.value["from"] == [1, 2, 3] and done.value["to"] == list(target)
     assert done.value["moved_to"] == [4]
+    # The fake moves at once: the controller showed it done before the op completed.
+    assert done.value["done_at_fault"] is True and "started" not in done.value
+    assert nem.heal("reassign") == 1 and nem.outstanding == ()
+    (settled,) = [o for o in _ops(history, "reassign-settle") if o.type == "ok"]
+    assert settled.value["settled"]["trial/0"]["replicas"] == list(target)
 
 
 @dataclass
 class _StuckCluster(FakeCluster):
-    """Accepts the reassignment and never completes it."""
+    """Accepts the reassignment and shows it in progress until `finish()`, if ever."""
+
+    moving: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
         self._verb("reassign", (topic, partition, tuple(replicas)))
+        self.moving[partition] = tuple(replicas)
 
     def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
-        return {0: {"replicas": [1, 2, 3, 4], "adding": [4], "removing": [3]}}
+        return {p: {"replicas": [1, 2, 3, 4], "adding": [4], "removing": [3]} for p in self.moving}
+
+    def finish(self) -> None:
+        self.assignments.update(self.moving)
+        self.moving.clear()
+
+
+def test_the_fault_returns_while_the_move_goes_on_and_its_heal_waits_for_it(tmp_path) -> None:
+    from kafka_trial.nemesis.reconfigure import Reassign
+
+    cluster = _StuckCluster(brokers=4)
+    cluster.assignments[0] = (1, 2, 3)
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    nem = Nemesis(cluster, history, NemesisSpec(), "trial")
+    applied = nem.apply(Reassign("trial", 0, settle_s=30), pick=3)
+    assert applied.ok and cluster.moving  # still moving when the op completed
+    (done,) = [o for o in _ops(history, "reassign") if o.type == "ok"]
+    assert done.value["started"] is True and "done_at_fault" not in done.value
+    assert "took_s" not in done.value
+    timer = threading.Timer(1.5, cluster.finish)
+    timer.start()
+    try:
+        assert nem.heal("reassign") == 1 and nem.outstanding == ()
+    finally:
+        timer.join()
+    (settled,) = [o for o in _ops(history, "reassign-settle") if o.type == "ok"]
+    went = settled.value["settled"]["trial/0"]
+    assert went["replicas"] == done.value["to"] and sorted(went["isr"]) == sorted(done.value["to"])
+    assert went["took_s"] >= 1.5  # counted from the request, not from the heal
+    assert "unthrottled" not in settled.value
+
+
+def test_a_move_the_controller_never_shows_is_info_and_left_to_its_heal(tmp_path) -> None:
+    from kafka_trial.nemesis.reconfigure import Reassign
+
+    @dataclass
+    class _Unseen(FakeCluster):
+        def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+            self._verb("reassign", (topic, partition, tuple(replicas)))
+
+    cluster = _Unseen(brokers=4)
+    cluster.assignments[0] = (1, 2, 3)
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    nem = Nemesis(cluster, history, NemesisSpec(), "trial")
+    applied = nem.apply(Reassign("trial", 0, settle_s=0.1, started_s=0.3), pick=3)
+    assert not applied.ok and applied.heal is not None and applied.heal.f == "reassign-settle"
+    (info,) = [o for o in _ops(history, "reassign") if o.type == "info"]
+    assert "neither in progress nor done" in (info.error or "")
 
 
 def test_a_reassignment_that_does_not_complete_is_info_with_where_it_stopped(tmp_path) -> None:
@@ -153,9 +217,11 @@ def test_a_reassignment_that_does_not_complete_is_info_with_where_it_stopped(tmp
     cluster.assignments[0] = (1, 2, 3)
     history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
     nem = Nemesis(cluster, history, NemesisSpec(), "trial")
-    assert not nem.apply(Reassign("trial", 0, settle_s=0.1), pick=3).ok
-    (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
-    assert "not at" in (info.error or "") and "'adding': [4]" in (info.error or "")
+    assert nem.apply(Reassign("trial", 0, settle_s=0.1), pick=3).ok
+    # Stopped short with nothing left in force: the move is left to finish.
+    assert nem.heal("reassign") == 1 and nem.outstanding == ()
+    (info,) = [o for o in _ops(history, "reassign-settle") if o.type == "info"]
+    assert "not done in time" in (info.error or "") and "'adding': [4]" in (info.error or "")
 
 
 # --- a throttled reassignment (nemesis.reassign.throttle_bytes) ---------------------
@@ -179,50 +245,51 @@ def _verbs(cluster: FakeCluster) -> list[str]:
 THROTTLE_VERBS = ("set_throttle", "throttle_configs", "reassign", "clear_throttle")
 
 
-def test_a_throttled_move_sets_the_throttle_first_and_removes_it_once_done(tmp_path) -> None:
-    cluster = FakeCluster(brokers=4)
+def test_a_throttled_move_sets_the_throttle_first_and_its_heal_removes_it(tmp_path) -> None:
+    cluster = _StuckCluster(brokers=4)
     nem, history, pkg = _throttled(tmp_path, cluster)
     applied = nem.apply(pkg, pick=3)
-    assert applied.ok and applied.heal is None  # removed and read back gone: nothing left
-    assert _verbs(cluster) == [
-        "set_throttle",
-        "throttle_configs",
-        "reassign",
-        "clear_throttle",
-        "throttle_configs",
-    ]
+    assert applied.ok and applied.heal is not None
+    # The op is over while the move goes on, its throttle still in force.
+    assert _verbs(cluster) == ["set_throttle", "throttle_configs", "reassign"]
+    assert cluster.throttles
     ((_, (_, rate, brokers, leader, follower)),) = [
         c for c in cluster.calls if c[0] == "set_throttle"
     ]
     # The tool's lists: the replicas it has serve the copy, the one it moves to fetches.
     assert (rate, brokers, leader, follower) == (RATE, (1, 2, 3, 4), "0:1,0:2,0:3", "0:4")
-    assert cluster.throttles == {}
-    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    (done,) = [o for o in _ops(history, "reassign") if o.type == "ok"]
     throttle = done.value["throttle"]
     assert throttle["rate"] == RATE and throttle["brokers"] == [1, 2, 3, 4]
-    assert throttle["removed"] is True
     seen = throttle["read_back"]
     assert seen["brokers"]["4"] == {
         "leader.replication.throttled.rate": str(RATE),
         "follower.replication.throttled.rate": str(RATE),
     }
     assert seen["topic"]["follower.replication.throttled.replicas"] == "0:4"
+    cluster.finish()
+    assert nem.heal("reassign") == 1 and nem.outstanding == ()
+    assert _verbs(cluster)[3:] == ["clear_throttle", "throttle_configs"]
+    assert cluster.throttles == {}
+    (healed,) = [o for o in _ops(history, "reassign-settle") if o.type == "ok"]
+    assert healed.value["unthrottled"] == {"trial": {}}  # read back: every config gone
+    assert (
+        healed.value["brokers"] == [1, 2, 3, 4] and "took_s" in healed.value["settled"]["trial/0"]
+    )
 
 
-def test_a_stalled_throttled_move_is_info_and_its_heal_removes_the_throttle(tmp_path) -> None:
+def test_a_stalled_throttled_move_is_info_and_its_heal_still_removes_the_throttle(
+    tmp_path,
+) -> None:
     cluster = _StuckCluster(brokers=4)
     nem, history, pkg = _throttled(tmp_path, cluster, settle_s=0.1)
-    applied = nem.apply(pkg, pick=3)
-    assert not applied.ok and applied.heal is not None and applied.heal.f == "unthrottle"
-    assert "clear_throttle" not in _verbs(cluster) and cluster.throttles  # still in force
-    (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
-    assert "'adding': [4]" in (info.error or "") and "removed by its heal" in (info.error or "")
-    assert nem.heal("reassign") == 1
-    assert cluster.throttles == {}
-    healed = [o for o in read_history(history.path).ops if o.f == "unthrottle"]
-    assert [o.type for o in healed] == ["invoke", "ok"]
-    assert healed[-1].value["unthrottled"] == {"trial": {}}  # read back: every config gone
-    assert healed[-1].value["brokers"] == [1, 2, 3, 4]
+    assert nem.apply(pkg, pick=3).ok
+    assert nem.heal("reassign") == 1 and nem.outstanding == ()
+    assert cluster.throttles == {} and cluster.moving  # gone, though the move is not done
+    (info,) = [o for o in _ops(history, "reassign-settle") if o.type == "info"]
+    said = info.error or ""
+    assert "'adding': [4]" in said and "'removing': [3]" in said
+    assert "throttle removed, read back gone" in said
 
 
 def test_a_throttle_not_in_force_moves_nothing_and_is_removed_by_the_heal(tmp_path) -> None:
@@ -230,43 +297,66 @@ def test_a_throttle_not_in_force_moves_nothing_and_is_removed_by_the_heal(tmp_pa
     nem, history, pkg = _throttled(tmp_path, cluster)
     applied = nem.apply(pkg, pick=3)
     assert not applied.ok and "reassign" not in _verbs(cluster)
+    assert applied.heal is not None and applied.heal.f == "unthrottle"
     (info,) = [o for o in read_history(history.path).ops if o.type == "info"]
     assert "not in force" in (info.error or "") and "broker 4" in (info.error or "")
     assert nem.heal() == 1 and cluster.throttles == {}
+    healed = _ops(history, "unthrottle")
+    assert [o.type for o in healed] == ["invoke", "ok"]
+    assert healed[-1].value["unthrottled"] == {"trial": {}}
 
 
-def test_a_throttle_that_stays_after_the_move_is_left_to_its_heal(tmp_path) -> None:
+def test_a_throttle_its_heal_cannot_remove_stays_outstanding(tmp_path) -> None:
     cluster = FakeCluster(brokers=4, sticky_throttle=True)
     nem, history, pkg = _throttled(tmp_path, cluster)
     applied = nem.apply(pkg, pick=3)
-    assert applied.ok and applied.heal is not None  # the move is done; the throttle is not
-    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
-    assert (
-        done.value["throttle"]["removed"] is False and "still set" in done.value["throttle"]["left"]
-    )
+    assert applied.ok and applied.heal is not None
     # A heal that finds it still there fails, and stays outstanding for the final heal.
     assert nem.heal("reassign") == 0 and nem.outstanding == (applied,)
+    assert nem.heal_failed(applied)
+    (info,) = [o for o in _ops(history, "reassign-settle") if o.type == "info"]
+    assert "still set" in (info.error or "")
     cluster.sticky_throttle = False
-    assert nem.heal() == 1 and cluster.throttles == {}
+    assert nem.heal() == 1 and cluster.throttles == {} and nem.outstanding == ()
+
+
+def test_a_heal_tried_again_does_not_wait_again_for_a_stalled_move(tmp_path) -> None:
+    import time
+
+    cluster = _StuckCluster(brokers=4, sticky_throttle=True)
+    nem, history, pkg = _throttled(tmp_path, cluster, settle_s=1.0)
+    assert nem.apply(pkg, pick=3).ok
+    assert nem.heal("reassign") == 0 and len(nem.outstanding) == 1  # the throttle stayed
+    cluster.sticky_throttle = False
+    t0 = time.monotonic()
+    assert nem.heal() == 1 and nem.outstanding == () and cluster.throttles == {}
+    assert time.monotonic() - t0 < 0.5  # the wait counts from the request: one look
+    said = [o.error or "" for o in _ops(history, "reassign-settle") if o.type == "info"]
+    assert "still set" in said[0] and "throttle removed, read back gone" in said[1]
 
 
 def test_an_unthrottled_move_makes_no_config_call(tmp_path) -> None:
-    cluster = FakeCluster(brokers=4)
+    cluster = _StuckCluster(brokers=4)
     cluster.assignments[0] = (1, 2, 3)
     nem, history = _nemesis(tmp_path, cluster, "reassign")
     applied = nem.apply("reassign", pick=3)
-    assert applied.ok and applied.heal is None
+    assert applied.ok and applied.heal is not None
+    cluster.finish()
+    assert nem.heal() == 1
     assert _verbs(cluster) == ["reassign"]
-    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    (done,) = [o for o in _ops(history, "reassign") if o.type == "ok"]
     assert "throttle" not in done.value
+    (healed,) = [o for o in _ops(history, "reassign-settle") if o.type == "ok"]
+    assert "unthrottled" not in healed.value and "brokers" not in healed.value
 
 
 def test_a_reorder_is_not_throttled_and_says_so(tmp_path) -> None:
     cluster = FakeCluster(brokers=3)
     nem, history, pkg = _throttled(tmp_path, cluster)
     assert nem.apply(pkg, pick=3).ok
+    assert nem.heal() == 1
     assert _verbs(cluster) == ["reassign"]
-    done = next(o for o in read_history(history.path).ops if o.f == "reassign" and o.type == "ok")
+    (done,) = [o for o in _ops(history, "reassign") if o.type == "ok"]
     assert done.value["throttle"] == {
         "rate": RATE,
         "skipped": "no replica to copy to: a new order only",

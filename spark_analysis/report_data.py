@@ -46,50 +46,52 @@ def _paired(fr: Frames) -> DataFrame:
     )
 
 
-def _lanes(spark: SparkSession, uri: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The nemesis's ops, and the application's lifecycle ops (processes `app-<i>`:
-    starts and exits, with pids, exit codes and who ended it), with their values: the
-    frames keep client values only. Lines are filtered as text first, so only their
-    few lines are parsed; the first MAX_NEMESIS of each, by index.
+def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
+    """The nemesis's ops with their values (the frames keep client values only). Lines
+    are filtered as text first, so only the few nemesis lines are parsed."""
+    return _ops_with_values(spark, uri, "nemesis", F.col("process") == "nemesis")
 
-    One scan of the history's text finds both where there are few (a run's faults
-    are); more, and each lane is cut apart."""
-    process = F.col("process")
-    lane = F.when(process == "nemesis", "nemesis").when(process.startswith("app-"), "app")
-    lines = (
+
+def _app_events(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
+    """The application's lifecycle ops (processes `app-<i>`: starts and exits, with
+    pids, exit codes and who ended it), for its lanes on the timeline."""
+    return _ops_with_values(spark, uri, '"app-', F.col("process").startswith("app-"), True)
+
+
+def _ops_with_values(
+    spark: SparkSession, uri: str, text: str, which: Column, with_process: bool = False
+) -> list[dict[str, Any]]:
+    rows = (
         spark.read.text(uri)
-        .filter(F.col("value").contains("nemesis") | F.col("value").contains('"app-'))
+        .filter(F.col("value").contains(text))
         .select(F.from_json("value", LINE_SCHEMA).alias("j"))
         .select("j.*")
-        .withColumn("lane", lane)
-        .filter(F.col("lane").isNotNull())
+        .filter(which)
+        .orderBy("index")
+        .limit(MAX_NEMESIS)
+        .collect()
     )
-    # A top-k by index is one job (each task keeps its first k); a limit alone is not,
-    # it scans the tasks in growing waves until it has k rows, and few lines match.
-    rows = lines.orderBy("index").limit(2 * MAX_NEMESIS + 1).collect()
-    if len(rows) > 2 * MAX_NEMESIS:
-        by_lane = lines.orderBy("index").filter(F.col("lane") == "nemesis")
-        rows = by_lane.limit(MAX_NEMESIS).collect() + (
-            lines.orderBy("index").filter(F.col("lane") == "app").limit(MAX_NEMESIS).collect()
-        )
-    nemesis = [op for r in rows if r["lane"] == "nemesis" and (op := _op(r, False))]
-    app = [op for r in rows if r["lane"] == "app" and (op := _op(r, True))]
-    return nemesis[:MAX_NEMESIS], app[:MAX_NEMESIS]
-
-
-def _op(r: Any, with_process: bool) -> dict[str, Any] | None:
-    if None in (r["index"], r["time"], r["type"], r["f"]):
-        return None  # a damaged line (the analysis counts it): no op to draw
-    try:
-        value = json.loads(r["value"]) if r["value"] is not None else None
-    except ValueError:
-        value = r["value"]
-    op = {"index": r["index"], "time": r["time"], "type": r["type"], "f": r["f"], "value": value}
-    if with_process:
-        op["process"] = r["process"]
-    if r["error"] is not None:  # why a fault did not take effect
-        op["error"] = r["error"]
-    return op
+    out = []
+    for r in rows:
+        if None in (r["index"], r["time"], r["type"], r["f"]):
+            continue  # a damaged line (the analysis counts it): no op to draw
+        try:
+            value = json.loads(r["value"]) if r["value"] is not None else None
+        except ValueError:
+            value = r["value"]
+        op = {
+            "index": r["index"],
+            "time": r["time"],
+            "type": r["type"],
+            "f": r["f"],
+            "value": value,
+        }
+        if with_process:
+            op["process"] = r["process"]
+        if r["error"] is not None:  # why a fault did not take effect
+            op["error"] = r["error"]
+        out.append(op)
+    return out
 
 
 def _witness_values(anomalies: Mapping[str, AnomalyResult]) -> list[int]:
@@ -156,7 +158,6 @@ def report_data(
     offsets = _offsets(fr, bucket)
     witnesses = _witnesses(fr, paired, anomalies)
     paired.unpersist()
-    nemesis, app_events = _lanes(spark, uri)
     # Validated here, so a file the report cannot read is never written.
     data = {
         "t0": t0,
@@ -167,8 +168,8 @@ def report_data(
         "offsets": offsets,
         "client_events": events,
         "client_events_capped": len(events) >= MAX_EVENTS,
-        "nemesis": nemesis,
-        "app_events": app_events,
+        "nemesis": _nemesis_ops(spark, uri),
+        "app_events": _app_events(spark, uri),
         "witnesses": witnesses,
         "history_uri": uri,
     }

@@ -440,6 +440,17 @@ def _write_until_touched(cluster: Cluster, node: int, kind: str) -> tuple[int, l
     return sent, acked, failed
 
 
+def _healed_packets(rec, node: int, kind: str) -> dict:
+    """The last packet heal's record of `node`: ok, nothing left behind, and what the
+    fault verifiably did (its rules matched packets, or its qdisc sent them)."""
+    healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]
+    assert healed[-1].type == "ok", healed[-1]
+    cleared = healed[-1].value["packets"][str(node)]
+    assert "left" not in cleared, cleared
+    assert cleared["shaped_packets" if kind == "rate" else "matched_packets"] > 0, cleared
+    return cleared
+
+
 @pytest.mark.parametrize("kind", ["loss", "duplicate", "rate", "reorder", "corrupt"])
 def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
     cluster: Cluster, rec, kind: str
@@ -478,12 +489,7 @@ def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
             assert failed == [] and len(acked) == sent, (sent, len(acked), failed[:5])
     finally:
         pkg.heal()
-    healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]
-    assert healed[-1].type == "ok", healed[-1]
-    cleared = healed[-1].value["packets"][str(node)]
-    assert "left" not in cleared, cleared
-    # What the fault verifiably did: its rules matched packets, or its qdisc sent them.
-    assert cleared["shaped_packets" if kind == "rate" else "matched_packets"] > 0, cleared
+    cleared = _healed_packets(rec, node, kind)
     if kind in netns_faults.QUEUED_KINDS:
         did = cleared["helper"]
         assert did["queued"] > 0 and did[HELPER_DID[kind]] > 0, cleared
@@ -545,11 +551,7 @@ def test_a_packet_fault_on_one_link_hits_only_what_goes_to_its_peer(
         assert to_peer > 0, (kind, ip, _in_namespace(cluster, node, _RULE_COUNTS))
     finally:
         pkg.heal()
-    healed = [o for o in read_history(rec.history.path).ops if o.f == "packet-heal"]
-    assert healed[-1].type == "ok", healed[-1]
-    cleared = healed[-1].value["packets"][str(node)]
-    assert "left" not in cleared, cleared
-    assert cleared["shaped_packets" if kind == "rate" else "matched_packets"] > 0, cleared
+    _healed_packets(rec, node, kind)
     assert "kt:packet" not in _in_namespace(cluster, node, RULES_SHOWN)
     assert "7a71:" not in _in_namespace(cluster, node, "tc qdisc show dev eth0")
     assert "7a71:" not in _in_namespace(cluster, node, "tc filter show dev eth0")

@@ -185,12 +185,15 @@ class Send:
 @dataclass(frozen=True, slots=True)
 class Poll:
     """A poll: no records on invoke; on completion the records it returned. The final
-    drain's polls carry role "drain", and `at_end` where a partition was read to its end."""
+    drain's polls carry role "drain", `at_end` where a partition was read to its end,
+    and `held` where its read_committed end sat below the high watermark (an open
+    transaction holds the rest back; `offset` is that high watermark)."""
 
     op: ClassVar[str] = "poll"
     records: tuple[Record, ...] | None = None
     role: str | None = None
     at_end: tuple[TopicOffset, ...] | None = None
+    held: tuple[TopicOffset, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"op": "poll"}
@@ -200,6 +203,8 @@ class Poll:
             d["records"] = _dicts(self.records)
         if self.at_end is not None:
             d["at_end"] = _dicts(self.at_end)
+        if self.held is not None:
+            d["held"] = _dicts(self.held)
         return d
 
 

@@ -22,8 +22,8 @@ def send(
     return m
 
 
-def rec(value: int | None, partition: int, offset: int) -> dict[str, Any]:
-    return {"topic": TOPIC, "partition": partition, "offset": offset, "value": value}
+def rec(value: int | None, partition: int, offset: int, topic: str = TOPIC) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, "offset": offset, "value": value}
 
 
 class Builder:
@@ -113,16 +113,22 @@ class Builder:
         records: list[tuple[int | None, int, int]],
         role: str | None = None,
         at_end: dict[int, int] | None = None,
+        held: dict[int, int | None] | None = None,
+        topic: str = TOPIC,
     ) -> Builder:
         """role: "drain" marks the final drain's polls, as workloads/drain.py writes them;
-        at_end: partition -> end offset, the partitions the poll read to their end."""
+        at_end: partition -> end offset, the partitions the poll read to their end;
+        held: partition -> high watermark, the partitions whose end it found held below
+        it by an open transaction."""
         micro: dict[str, Any] = {"op": "poll"} if role is None else {"op": "poll", "role": role}
         self.h.invoke(process, "poll", [micro])
-        done = {**micro, "records": [rec(v, p, o) for v, p, o in records]}
+        done = {**micro, "records": [rec(v, p, o, topic) for v, p, o in records]}
         if at_end:
             done["at_end"] = [
-                {"topic": TOPIC, "partition": p, "offset": o} for p, o in at_end.items()
+                {"topic": topic, "partition": p, "offset": o} for p, o in at_end.items()
             ]
+        if held:
+            done["held"] = [{"topic": topic, "partition": p, "offset": o} for p, o in held.items()]
         self.h.complete("ok", process, "poll", [done])
         return self
 
@@ -139,8 +145,9 @@ class Builder:
         process: int,
         records: list[tuple[int | None, int, int]],
         at_end: dict[int, int] | None = None,
+        held: dict[int, int | None] | None = None,
     ) -> Builder:
-        return self.poll(process, records, role="drain", at_end=at_end)
+        return self.poll(process, records, role="drain", at_end=at_end, held=held)
 
     def op(self, process: int, f: str, micro: dict[str, Any], op_type: str = "ok") -> Builder:
         """Any client op whose invoke and completion carry the same single micro-op."""

@@ -50,7 +50,8 @@ APP_DRAIN, APP_GROUP = 91, 92  # the app's output drain and its group offsets' r
 # One abstract history: ("send", proc, [(value, partition, offset, outcome, resend)]),
 # ("txn", proc, [(value, partition, offset)], outcome, polled records or None),
 # ("open", proc, sends) for a send op with no completion,
-# ("poll", proc, [(value, partition, offset)], role, {partition: end}, cuts) where
+# ("poll", proc, [(value, partition, offset)], role, {partition: end}, cuts[, held])
+# (held: {partition: high watermark or None}, ends a drain found held) where
 # `cuts` are the record positions at which a new poll micro-op starts, and
 # ("process", proc, records), ("offsets", proc, {partition: committed or None}) for the
 # app group's offsets; an app-output drain poll is a "poll" of role "app-output";
@@ -281,7 +282,28 @@ def history(seed: int, i: int) -> list[Op]:
         g.app_run()
     if rng.random() < 0.7:
         g.drain()  # after all other ops
+    # Its own stream: the rest of every history stays what it was before ends held.
+    _hold(g.ops, random.Random(f"{seed}/{i}/held"))
     return g.ops
+
+
+def _hold(ops: list[Op], rng: random.Random) -> None:
+    """Now and then, a drain's end held below the high watermark by an open transaction:
+    in a poll of its own after a drain poll (withdrawing that poll's end of it), in the
+    same poll, or before it (the end after counts)."""
+    polls = [k for k, op in enumerate(ops) if op[0] == "poll" and op[3] in ("drain", "app-output")]
+    if not polls or rng.random() < 0.6:
+        return
+    k = rng.choice(polls)
+    _, proc, records, role, ends, cuts = ops[k][:6]
+    parts = sorted({p for _, p, _ in records} | set(ends)) or [OUT if role == "app-output" else 0]
+    p = rng.choice(parts)
+    held = {p: None if rng.randrange(5) == 0 else ends.get(p, 0) + rng.randint(1, 5)}
+    where = rng.randrange(3)
+    if where == 1:
+        ops[k] = ("poll", proc, records, role, ends, cuts, held)
+    else:
+        ops.insert(k + (where == 0), ("poll", proc, [], role, {}, (), held))
 
 
 def _topic(i: int, p: int) -> tuple[str, int]:
@@ -317,7 +339,8 @@ def invoked(
 
 
 def _write_poll(h: HistoryWriter, i: int, proc: int, op: Op) -> None:
-    _, _, records, role, ends, cuts = op
+    _, _, records, role, ends, cuts = op[:6]
+    held = op[6] if len(op) > 6 else {}
     m = {"op": "poll"} if role is None else {"op": "poll", "role": role}
     bounds = [0, *cuts, len(records)]
     done: list[dict[str, Any]] = [
@@ -328,6 +351,11 @@ def _write_poll(h: HistoryWriter, i: int, proc: int, op: Op) -> None:
         done[-1]["at_end"] = [
             {"topic": _topic(i, p)[0], "partition": _topic(i, p)[1], "offset": e}
             for p, e in ends.items()
+        ]
+    if held:
+        done[-1]["held"] = [
+            {"topic": _topic(i, p)[0], "partition": _topic(i, p)[1], "offset": w}
+            for p, w in held.items()
         ]
     h.invoke(proc, "poll", [m] * len(done))
     h.complete("ok", proc, "poll", done)

@@ -97,8 +97,17 @@ class History:
     reads: list[ReadRow] = field(default_factory=list)
     # Every record any poll micro-op returned, whatever its op's outcome.
     polled: list[ReadRow] = field(default_factory=list)
-    # (topic, partition) -> end offset the final drain read that partition to
+    # (topic, partition) -> end offset the final drain read that partition to (from
+    # drain_events, once parsed)
     drain_ends: dict[TP, int] = field(default_factory=dict)
+    # (topic, partition) -> [(index, "end" or "held", offset)]: a drain poll found the
+    # partition at its end, or its end held below the high watermark
+    drain_events: dict[TP, list[tuple[int, str, int | None]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    app_events: dict[TP, list[tuple[int, str, int | None]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     processed: list[tuple[int, int, str]] = field(default_factory=list)  # value, index, process
     # The records the application's output drain returned (ok ops): the input ids the
     # outputs carry; where it read each output partition to its end; and the app
@@ -147,9 +156,7 @@ def _app_completion(h: History, op: dict[str, Any], process: str, m: dict[str, A
                 APP_OUTPUT,
             )
             h.app_output.append(row)
-        for e in m.get("at_end") or []:
-            tp = (e["topic"], e["partition"])
-            h.app_ends[tp] = max(h.app_ends.get(tp, e["offset"]), e["offset"])
+        _end_events(h.app_events, op["index"], m)
     if op["f"] == "group-offsets":
         for o in m.get("offsets") or []:
             tp = (o["topic"], o["partition"])
@@ -182,9 +189,7 @@ def _completion(h: History, op: dict[str, Any], process: str) -> None:
                 if op["type"] == "ok":
                     h.reads.append(row)
             if m.get("role") == "drain" and op["type"] == "ok":
-                for e in m.get("at_end") or []:
-                    tp = (e["topic"], e["partition"])
-                    h.drain_ends[tp] = max(h.drain_ends.get(tp, e["offset"]), e["offset"])
+                _end_events(h.drain_events, op["index"], m)
         if m.get("op") == "process" and op["f"] == "process" and op["type"] == "ok":
             h.processed += [(r["value"], op["index"], process) for r in m.get("records") or []]
 
@@ -221,7 +226,28 @@ def parse(ops: list[dict[str, Any]]) -> History:
     proven = {s.index for s in unknown if s.value in drained and senders[s.value] == {s.index}}
     for s in h.sends:
         s.must_commit = s.outcome == "ok" or s.index in proven
+    h.drain_ends, h.app_ends = _ends(h.drain_events), _ends(h.app_events)
     return h
+
+
+def _end_events(events: dict[TP, list[tuple[int, str, int | None]]], index: int, m: Any) -> None:
+    for kind, key in (("end", "at_end"), ("held", "held")):
+        for e in m.get(key) or []:
+            events[(e["topic"], e["partition"])].append((index, kind, e["offset"]))
+
+
+def _ends(events: dict[TP, list[tuple[int, str, int | None]]]) -> dict[TP, int]:
+    """The furthest end per partition, unless the drain last found that partition's
+    end held (a later poll, or the same one): records arrived past it behind an open
+    transaction, so the end no longer proves the partition read."""
+    out: dict[TP, int] = {}
+    for tp, evs in events.items():
+        ends = [(i, o) for i, k, o in evs if k == "end"]
+        offsets = [o for _, o in ends if o is not None]
+        held = [i for i, k, _ in evs if k == "held"]
+        if offsets and (not held or max(i for i, _ in ends) > max(held)):
+            out[tp] = max(offsets)
+    return out
 
 
 def drain_frontier(h: History) -> dict[TP, tuple[int | None, int | None]]:

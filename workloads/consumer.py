@@ -55,17 +55,18 @@ def _int_or_none(raw: bytes | None) -> int | None:
 
 def records_of(
     msgs: list[Message], value_of: Callable[[bytes | None], int | None] = _int_or_none
-) -> tuple[list[Record], list[int]]:
-    """History records of a consume() batch, and the partitions that hit their end.
+) -> tuple[list[Record], dict[int, int]]:
+    """History records of a consume() batch, and the partitions that hit their end,
+    each with the offset of that end (read_committed: the last stable offset).
     `value_of` reads each record's value (the application's output drain reads the
     input id its outputs carry)."""
     records: list[Record] = []
-    at_end: list[int] = []
+    at_end: dict[int, int] = {}
     for m in msgs:
         err = m.error()
         if err is not None:
             if err.code() == KafkaError._PARTITION_EOF:
-                at_end.append(m.partition())
+                at_end[m.partition()] = m.offset()
             continue
         records.append(Record(m.topic(), m.partition(), m.offset(), value_of(m.value())))
     return records, at_end

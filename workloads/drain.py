@@ -3,7 +3,11 @@
 A partition is done when the reads reach its highest acknowledged offset, or
 when it has sat at its end for `settle_s` without growing (its log may have been
 truncated below an acknowledged offset, which is exactly what the checker wants
-to see). The whole drain is bounded by `timeout_s`.
+to see). An end below the partition's high watermark is no end: the drain reads
+read_committed, whose end is the last stable offset, and an open transaction (a
+killed or stalled client's, until its timeout aborts it) holds back every record
+past it, whoever wrote them; such a poll records `held`, not `at_end`, and the
+drain keeps reading. The whole drain is bounded by `timeout_s`.
 
 Its poll micro-ops carry `"role": "drain"`, so the checker can tell its reads
 from the consumers' (vanished-read). The application on trial's output is drained
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Poll, TopicOffset
@@ -25,6 +30,47 @@ from kafka_trial.workloads.base import ClientContext, Lane
 from kafka_trial.workloads.clients import close_within
 from kafka_trial.workloads.consumer import new_consumer, records_of
 from kafka_trial.workloads.settings import DrainSpec
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int) -> int | None:
+    """The high watermark the last fetch of this partition returned (no request: the
+    fetch that reported the end brought it), None if the client has none."""
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+    except Exception:  # no answer is no proof: the caller treats it as held
+        return None
+    return high if high >= 0 else None
+
+
+def _ends(
+    consumer: Consumer,
+    topic: str,
+    eofs: dict[int, int],
+    next_offset: dict[int, int],
+    at_end_since: dict[int, float],
+    held_at: dict[int, int | None],
+) -> tuple[list[TopicOffset], list[TopicOffset]]:
+    """The poll's `at_end` and `held` entries of the partitions whose end it hit (at
+    `eofs`), and the drain's settle clocks and holds brought up to date."""
+    now = time.monotonic()
+    ends: list[TopicOffset] = []
+    held: list[TopicOffset] = []
+    for p, eof in sorted(eofs.items()):
+        high = _high_watermark(consumer, topic, p)
+        if high is None or eof < high:
+            # read_committed ends at the last stable offset: records past it wait on
+            # an open transaction (a zombie's, until its timeout), so this is no end,
+            # and absence past it proves nothing yet.
+            at_end_since.pop(p, None)
+            held_at[p] = high
+            held.append(TopicOffset(topic, p, high))
+            continue
+        held_at.pop(p, None)
+        at_end_since.setdefault(p, now)
+        # Where the partition ended: with acks=0 no send knows its offset, so "read
+        # to the end and not found" is what makes a loss certain.
+        ends.append(TopicOffset(topic, p, next_offset[p]))
+    return ends, held
 
 
 @dataclass(frozen=True)
@@ -53,6 +99,7 @@ def drain(
     deadline = t0 + spec.timeout_s
     next_offset = dict.fromkeys(parts, 0)
     at_end_since: dict[int, float] = {}
+    held_at: dict[int, int | None] = {}  # partitions last found held, their high watermark
     done: set[int] = set()
     total = 0
     try:
@@ -67,19 +114,14 @@ def drain(
                 history.complete("info", process, "poll", [Poll(role=role)], str(e))
                 process = pids.next()
                 continue
-            records, at_end = records_of(msgs) if value_of is None else records_of(msgs, value_of)
+            records, eofs = records_of(msgs) if value_of is None else records_of(msgs, value_of)
             for r in records:
                 at_end_since.pop(r.partition, None)
                 next_offset[r.partition] = r.offset + 1
             # An end-of-partition event follows that partition's records in a batch.
-            now = time.monotonic()
-            for p in at_end:
-                at_end_since.setdefault(p, now)
+            ends, held = _ends(consumer, topic.name, eofs, next_offset, at_end_since, held_at)
             total += len(records)
-            # Where each partition ended: with acks=0 no send knows its offset, so
-            # "read to the end and not found" is what makes a loss certain.
-            ends = tuple(TopicOffset(topic.name, p, next_offset[p]) for p in sorted(set(at_end)))
-            done_micro = Poll(tuple(records), role, ends or None)
+            done_micro = Poll(tuple(records), role, tuple(ends) or None, tuple(held) or None)
             history.complete("ok", process, "poll", [done_micro])
             now = time.monotonic()
             for p in parts:
@@ -91,12 +133,18 @@ def drain(
                     done.add(p)
     finally:
         close_within(consumer, f"drain of {topic.name}")
+    if held_at:
+        log(
+            f"drain of {topic.name}: partition(s) {sorted(held_at)} still held below their "
+            "high watermark by an open transaction when the drain stopped"
+        )
     summary = {
         p: {
             "max_acked_offset": max_acked.get(p),
             "next_offset_read": next_offset[p],
             "reached_max_acked": next_offset[p] > max_acked.get(p, -1),
             "done": p in done,
+            "held_below": held_at.get(p),
         }
         for p in parts
     }

@@ -15,7 +15,10 @@ Absence proves something only where the history proves someone looked. So:
   inputs no output carries that lie at or above the app group's committed offsets
   (the app did not catch up, or never consumed), keep the verdict unknown; an
   app-output-lost finding is undecided while the output drain did not read every
-  output partition to its end.
+  output partition to its end;
+- an end a drain found held below the partition's high watermark (an open
+  transaction keeps read_committed readers from what lies past it) is no end: the
+  partition is unfinished, and named with that reason.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kafka_trial.spark_analysis.checks.writes import unseen
 from kafka_trial.spark_analysis.facts.derived import drain_frontier
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import Frames
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 NO_DRAIN = "the final drain never ran"
@@ -170,11 +174,24 @@ def _output_shortfall(fr: AnalysisFrames) -> str | None:
     or output partitions it did not read to their end; None if it did."""
     if not fr.app_output_polls:
         return "the app's output was never drained: nothing proves the outputs absent"
-    seen = fr.app_output.select(*TP).union(fr.app_output_ends.select(*TP)).distinct()
-    short = seen.join(fr.app_output_ends, TP, "left_anti").orderBy(*TP).collect()
+    held = _held(fr, "app-output")
+    # A partition found only held (an open transaction from its first offset on) has
+    # neither records nor an end, and is as unread as one the drain stopped inside.
+    seen = (
+        fr.app_output.select(*TP)
+        .union(fr.app_output_ends.select(*TP))
+        .union(held.select(*TP))
+        .distinct()
+    )
+    short = (
+        seen.join(fr.app_output_ends, TP, "left_anti").join(held, TP, "left").orderBy(*TP).collect()
+    )
     if not short:
         return None
-    named = [f"{r['topic']}/{r['partition']}" for r in short[:NAMED]]
+    named = [
+        f"{r['topic']}/{r['partition']}" + (f" ({_held_reason(r)})" if r["held"] else "")
+        for r in short[:NAMED]
+    ]
     if len(short) > NAMED:
         named.append(f"and {len(short) - NAMED} more")
     return (
@@ -196,6 +213,7 @@ def drain_shortfall(fr: Frames) -> str:
             .groupBy(*TP)
             .agg(F.count("*").alias("values"))
             .join(reach, TP, "left")
+            .join(_held(plan, "drain"), TP, "left")
             .orderBy(*TP)
             .collect()
         )
@@ -217,9 +235,30 @@ def _where(r: Any) -> str:
     return f"{r['topic']}/{r['partition']}"
 
 
+def _held(fr: Frames, role: str) -> DataFrame:
+    """topic, partition, held, high_watermark: the partitions `role`'s drain last
+    found held below the high watermark."""
+    return (
+        fr.held_ends.filter(F.col("role") == role)
+        .select(*TP, "high_watermark")
+        .withColumn("held", F.lit(True))
+    )
+
+
+def _held_reason(r: Any) -> str:
+    high = r["high_watermark"]
+    below = f"the high watermark {high}" if high is not None else "its high watermark"
+    return (
+        f"held: its read_committed end stayed below {below}, an open transaction holding "
+        "back what lies past it, until the drain stopped"
+    )
+
+
 def _reason(r: Any) -> str:
     if r["partition"] is None:
         return "no offset or partition known"
+    if r["held"]:
+        return _held_reason(r)
     if r["drain_max_offset"] is None and r["drain_end"] is None:
         return "no record returned"
     return "time limit: the drain stopped before the value's offset and the partition's end"

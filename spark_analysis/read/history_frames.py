@@ -52,7 +52,9 @@ class Frames:
     # value, topic, partition, offset, index, process, type: the records a txn op's poll
     # micro-op returned, whatever the op's outcome (reads holds only the ok ones)
     txn_polls: DataFrame
-    drain_ends: DataFrame  # topic, partition, end_offset: where the final drain read to the end
+    # topic, partition, end_offset: where the final drain read to the end, unless a
+    # later poll of it found that end held (`held_ends`)
+    drain_ends: DataFrame
     drain_ran: bool  # some poll of the final drain completed
     # value, topic, partition, offset, index, process, rpos, role, f, mpos, type: every
     # record any poll micro-op returned, whatever its op's outcome (`reads` is the ok
@@ -67,6 +69,10 @@ class Frames:
     app_output: DataFrame
     # topic, partition, end_offset: where the output drain read the output to its end
     app_output_ends: DataFrame
+    # role, topic, partition, high_watermark: the partitions a drain (the final one or
+    # the output's) last found held below the high watermark by an open transaction,
+    # and so never proved read to the end (the watermark null where it was unknown)
+    held_ends: DataFrame
     # (index if it has one, the line's start) of up to DAMAGED_EXAMPLES damaged lines
     damaged_examples: tuple[tuple[int | None, str], ...] = ()
     # The whole history is one partition (see `load`).
@@ -345,12 +351,44 @@ def _group_offsets(ok: DataFrame) -> DataFrame:
     )
 
 
-def _drain_ends(ok: DataFrame, role: str = "drain") -> DataFrame:
+def _end_events(ok: DataFrame, *keys: str) -> DataFrame:
+    """Per `keys` (a partition, of one drain or of each), the last index at which a
+    drain poll found the partition at its end (`end_at`, with the furthest such end,
+    `end_offset`) and found its end held below the high watermark (`held_at`, with
+    the highest such watermark, `high_watermark`)."""
+    kind, index, offset = F.col("kind"), F.col("index"), F.col("offset")
     return (
-        ok.filter((F.col("f") == "poll") & (F.col("kind") == "end") & (F.col("role") == role))
-        .groupBy("topic", "partition")
-        .agg(F.max("offset").alias("end_offset"))
+        ok.filter(
+            (F.col("f") == "poll")
+            & kind.isin("end", "held")
+            & F.col("role").isin("drain", "app-output")
+        )
+        .groupBy(*keys)
+        .agg(
+            F.max(F.when(kind == "end", offset)).alias("end_offset"),
+            F.max(F.when(kind == "end", index)).alias("end_at"),
+            F.max(F.when(kind == "held", offset)).alias("high_watermark"),
+            F.max(F.when(kind == "held", index)).alias("held_at"),
+        )
     )
+
+
+def _drain_ends(ok: DataFrame, role: str = "drain") -> DataFrame:
+    # An end a later poll of the same drain found held is withdrawn: records arrived
+    # past it behind an open transaction, so it no longer proves the partition read.
+    last = _end_events(ok.filter(F.col("role") == role), "topic", "partition")
+    return last.filter(
+        F.col("end_offset").isNotNull()
+        & (F.col("held_at").isNull() | (F.col("end_at") > F.col("held_at")))
+    ).select("topic", "partition", "end_offset")
+
+
+def _held_ends(ok: DataFrame) -> DataFrame:
+    last = _end_events(ok, "role", "topic", "partition")
+    return last.filter(
+        F.col("held_at").isNotNull()
+        & (F.col("end_at").isNull() | (F.col("held_at") >= F.col("end_at")))
+    ).select("role", "topic", "partition", "high_watermark")
 
 
 def _rebalances(ok: DataFrame) -> DataFrame:
@@ -431,6 +469,7 @@ def load(
         polled,
         app_output,
         _drain_ends(ok, "app-output"),
+        _held_ends(ok),
         examples,
         one_task,
         txn_ops=decided["txn_ops"] > 0,

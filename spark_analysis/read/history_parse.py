@@ -194,7 +194,8 @@ def line_is_damaged(spark: SparkSession, line: str) -> bool:
 # One row per line (kind "op", which alone carries `damaged` and `bad_line`) and one
 # per item inside its micro-ops: a send ("send"), a record a poll or process micro-op
 # holds ("record"), a committed offset ("offset"), a partition end the drain reached
-# ("end"), a partition a rebalance moved ("partition"); a micro-op with none of these
+# ("end"), an end it found held below the high watermark ("held", `offset` that high
+# watermark), a partition a rebalance moved ("partition"); a micro-op with none of these
 # is one row of kind "micro", so every micro-op's fields are seen. `mpos` is the
 # micro-op's position in its op, `ipos` the item's in its list (a record's rpos).
 # Every frame is a filter of these rows: primitive columns, which a columnar scan
@@ -257,6 +258,7 @@ def _micro_items(m: Column, mpos: Column) -> Column:
         _listed(m.records, "record", lambda r: {"value": r.value, **_tpo(r)}),
         _listed(m.offsets, "offset", _tpo),
         _listed(m.at_end, "end", _tpo),
+        _listed(m.held, "held", _tpo),
         _listed(m.partitions, "partition", lambda p: {"partition": p}),
     )
     items = F.when(F.size(items) == 0, F.array(_item("micro", None))).otherwise(items)

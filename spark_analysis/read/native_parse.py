@@ -180,7 +180,7 @@ def _rows_of_micro_op(op: tuple[Any, ...], mpos: int, m: Any, emit: Callable[...
     records = m.get("records")
     if records:
         n += _record_rows(op, micro, records, emit)
-    for kind, key in (("offset", "offsets"), ("end", "at_end")):
+    for kind, key in (("offset", "offsets"), ("end", "at_end"), ("held", "held")):
         offsets = m.get(key)
         if offsets:
             n += _offset_rows(op, micro, kind, offsets, emit)

@@ -6,16 +6,21 @@ completion names, and the history is judged by the Spark check and the reference
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from kafka_trial.cluster.facade import Cluster
+from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.history import HistoryWriter, read_history
 from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.nemesis.hijack import HijackTxn
 from kafka_trial.spark_analysis.job import analyze
+from kafka_trial.workloads.base import ClientContext
+from kafka_trial.workloads.drain import drain
+from kafka_trial.workloads.settings import DrainSpec
 
 from tests import reference_checker as ref
 from tests.integration.conftest import bind
@@ -121,3 +126,50 @@ def test_a_hijack_fences_the_session_so_nothing_it_begins_after_commits(
     assert ref.fenced_write(lines) == set()
     res = analyze(tmp_path / "history.jsonl")
     assert res.anomalies["fenced-write"].count == 0, res.anomalies["fenced-write"]
+
+
+def test_the_drain_reads_past_an_open_transaction_only_once_it_ends(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A transaction left open (a zombie's) holds the read_committed end below the high
+    watermark, and a record committed after it waits behind it. The drain must record
+    that hold and not an end, and read on once the transaction ends; before the fix it
+    took the hold for the end, and the history proved the record behind it absent."""
+    topic = TopicSpec(name=f"held-{cluster.run_id}", partitions=1, replication_factor=3)
+    cluster.create_topic(topic)
+    zombie = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": f"kt-{cluster.run_id}-held"}
+    )
+    zombie.init_transactions(60)
+    zombie.begin_transaction()
+    zombie.produce(topic.name, b"1", partition=0)
+    zombie.flush(30)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    plain.produce(topic.name, b"2", partition=0)
+    assert plain.flush(30) == 0
+    ctx = ClientContext(HistoryWriter(tmp_path / "h.jsonl"), cluster.bootstrap_for)
+    held = drain(ctx, topic, DrainSpec(timeout_s=6, settle_s=1))
+    assert not held.complete and held.records == 0
+    ctx.history.flush()
+    marks = _end_marks(tmp_path / "h.jsonl")
+    assert marks and all(k == "held" for k, _ in marks), marks
+    assert all(o == 2 for _, o in marks), marks  # the high watermark: both records
+    # Aborted (as a transaction timeout would): the end is now the high watermark.
+    threading.Timer(2.0, zombie.abort_transaction, args=(30,)).start()
+    done = drain(ctx, topic, DrainSpec(timeout_s=60, settle_s=1))
+    assert done.complete and done.records == 1  # 2 only: 1 was aborted
+    ctx.history.flush()
+    marks = _end_marks(tmp_path / "h.jsonl")
+    assert marks[-1][0] == "end", marks
+    del zombie, plain  # their clients, before the module's cluster goes
+
+
+def _end_marks(path: Path) -> list[tuple[str, int | None]]:
+    """(kind, offset) of each end and hold the drain polls recorded, in order."""
+    out: list[tuple[str, int | None]] = []
+    for op in read_history(path).ops:
+        if op.f == "poll" and op.type == "ok":
+            for m in op.value:
+                out += [("end", e["offset"]) for e in m.get("at_end") or []]
+                out += [("held", e["offset"]) for e in m.get("held") or []]
+    return out

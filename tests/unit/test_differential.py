@@ -168,6 +168,19 @@ def test_reference_flags_planted_anomalies(tmp_path: Path) -> None:
     assert got["vanished-read"] == {2, FOREIGN}
 
 
+def test_reference_withdraws_a_drain_end_found_held_later(tmp_path: Path) -> None:
+    """1 is acknowledged at offset 1, the drain found partition 0's end at 1 and then
+    that end held below the high watermark 3 (an open transaction): unseen, not lost;
+    its twin, whose hold came before the end, loses 1."""
+    sends: Op = ("send", 0, [(0, 0, 0, "ok", False), (1, 0, 1, "ok", False)])
+    end: Op = ("poll", 90, [(0, 0, 0)], "drain", {0: 1})
+    hold: Op = ("poll", 90, [], "drain", {}, (), {0: 3})
+    got = _reference_of([sends, end, hold], tmp_path / "planted")
+    assert got["lost-write"] == set() and got["unseen"] == {1}
+    twin = _reference_of([sends, hold, end], tmp_path / "twin")
+    assert twin["lost-write"] == {1} and twin["unseen"] == set()
+
+
 def test_reference_flags_planted_transactional_and_group_anomalies(tmp_path: Path) -> None:
     """The classes issue 26 added to the model, each planted once."""
     planted: list[Op] = [

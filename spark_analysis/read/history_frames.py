@@ -438,7 +438,6 @@ def load(
         rows = rows.coalesce(1)
     lines = rows.filter(F.col("kind") == "op")
     ops = lines.filter(~F.col("damaged")).select(*OP_COLUMNS)
-
     # Items exist only for client ops that are not damaged (history_parse.flatten).
     items = rows.filter(F.col("kind") != "op")
     invoked = items.filter((F.col("type") == "invoke") & F.col("f").isin(*SEND_FS))

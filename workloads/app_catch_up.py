@@ -6,11 +6,13 @@ Caught up: the app group's committed offset on every input partition is at the
 partition's end, or nothing readable (read_committed) is left after it: a
 transactional input's end is a commit marker, and an aborted transaction's records
 are in the log but never read, so an app that has read everything can sit a few
-offsets short of the end for good. The wait also ends when the output topic has
-not grown for `quiet_s` (an app that no longer commits, or never did), or after
-`limit_s`. Which of these ended it is the op's `how`; `caught_up` is whether the
-offsets said so at that moment, so an app that never consumed shows `false` with
-its lag, and the analysis makes what it did not read unknown.
+offsets short of the end for good. A read_committed end below the high watermark
+is not "nothing left": an open transaction holds back what lies past it. The wait
+also ends when the output topic has not grown for `quiet_s` (an app that no longer
+commits, or never did), or after `limit_s`. Which of these ended it is the op's
+`how`; `caught_up` is whether the offsets said so at that moment, so an app that
+never consumed shows `false` with its lag, and the analysis makes what it did not
+read unknown.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.workloads.base import ClientContext, Lane
 from kafka_trial.workloads.clients import close_within
-from kafka_trial.workloads.consumer import new_consumer
+from kafka_trial.workloads.consumer import new_consumer, stable_end_below
 
 POLL_S = 1.0  # between two looks at the offsets
 ASK_S = 10.0  # one metadata or offsets request
@@ -94,6 +96,11 @@ class _Looker:
                     if err is None:
                         return False
                     if err.code() == KafkaError._PARTITION_EOF:
+                        held, _ = stable_end_below(
+                            self.reader, self.source.name, m.partition(), m.offset()
+                        )
+                        if held:
+                            return False  # an open transaction holds input back
                         at_end.add(m.partition())
             return len(at_end) == len(behind)
         finally:

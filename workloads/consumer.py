@@ -53,6 +53,23 @@ def _int_or_none(raw: bytes | None) -> int | None:
         return None
 
 
+def stable_end_below(
+    consumer: Consumer, topic: str, partition: int, end: int
+) -> tuple[bool, int | None]:
+    """Whether a read_committed end (an end-of-partition event's offset, the last
+    stable offset) lies below the high watermark, so an open transaction holds back
+    what lies past it; and that watermark. The watermark is the one the fetch that
+    reported the end brought (cached: no request); none known counts as held, since
+    no answer proves no end."""
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+    except Exception:
+        return True, None
+    if high < 0:
+        return True, None
+    return end < high, high
+
+
 def records_of(
     msgs: list[Message], value_of: Callable[[bytes | None], int | None] = _int_or_none
 ) -> tuple[list[Record], dict[int, int]]:

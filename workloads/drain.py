@@ -22,24 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from kafka_trial.cluster.settings import TopicSpec
 from kafka_trial.contracts.log import log
 from kafka_trial.contracts.ops import Poll, TopicOffset
 from kafka_trial.workloads.base import ClientContext, Lane
 from kafka_trial.workloads.clients import close_within
-from kafka_trial.workloads.consumer import new_consumer, records_of
+from kafka_trial.workloads.consumer import new_consumer, records_of, stable_end_below
 from kafka_trial.workloads.settings import DrainSpec
-
-
-def _high_watermark(consumer: Consumer, topic: str, partition: int) -> int | None:
-    """The high watermark the last fetch of this partition returned (no request: the
-    fetch that reported the end brought it), None if the client has none."""
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
-    except Exception:  # no answer is no proof: the caller treats it as held
-        return None
-    return high if high >= 0 else None
 
 
 def _ends(
@@ -56,8 +46,8 @@ def _ends(
     ends: list[TopicOffset] = []
     held: list[TopicOffset] = []
     for p, eof in sorted(eofs.items()):
-        high = _high_watermark(consumer, topic, p)
-        if high is None or eof < high:
+        held_below, high = stable_end_below(consumer, topic, p, eof)
+        if held_below:
             # read_committed ends at the last stable offset: records past it wait on
             # an open transaction (a zombie's, until its timeout), so this is no end,
             # and absence past it proves nothing yet.

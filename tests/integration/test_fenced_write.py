@@ -18,6 +18,7 @@ from kafka_trial.contracts.history import HistoryWriter, read_history
 from kafka_trial.contracts.transactional_ids import TXN_IDS
 from kafka_trial.nemesis.hijack import HijackTxn
 from kafka_trial.spark_analysis.job import analyze
+from kafka_trial.workloads.app_catch_up import _looker
 from kafka_trial.workloads.base import ClientContext
 from kafka_trial.workloads.drain import drain
 from kafka_trial.workloads.settings import DrainSpec
@@ -134,7 +135,8 @@ def test_the_drain_reads_past_an_open_transaction_only_once_it_ends(
     """A transaction left open (a zombie's) holds the read_committed end below the high
     watermark, and a record committed after it waits behind it. The drain must record
     that hold and not an end, and read on once the transaction ends; before the fix it
-    took the hold for the end, and the history proved the record behind it absent."""
+    took the hold for the end, and the history proved the record behind it absent.
+    The app's catch-up wait reads the same end, and must not call it "nothing left"."""
     topic = TopicSpec(name=f"held-{cluster.run_id}", partitions=1, replication_factor=3)
     cluster.create_topic(topic)
     zombie = Producer(
@@ -154,6 +156,9 @@ def test_the_drain_reads_past_an_open_transaction_only_once_it_ends(
     marks = _end_marks(tmp_path / "h.jsonl")
     assert marks and all(k == "held" for k, _ in marks), marks
     assert all(o == 2 for _, o in marks), marks  # the high watermark: both records
+    # Nor is the app's catch-up fooled: 2 is left to read behind the open transaction.
+    looker = _looker(ctx, topic, topic, f"kt-{cluster.run_id}-held-app")
+    assert looker.nothing_left({0: 0}, {0: 2}) is False
     # Aborted (as a transaction timeout would): the end is now the high watermark.
     threading.Timer(2.0, zombie.abort_transaction, args=(30,)).start()
     done = drain(ctx, topic, DrainSpec(timeout_s=60, settle_s=1))
@@ -161,6 +166,10 @@ def test_the_drain_reads_past_an_open_transaction_only_once_it_ends(
     ctx.history.flush()
     marks = _end_marks(tmp_path / "h.jsonl")
     assert marks[-1][0] == "end", marks
+    # Only the abort marker lies past 2 now: nothing is left for the app to read.
+    assert looker.nothing_left({0: 2}, {0: 1}) is True
+    looker.group.close()
+    looker.reader.close()
     del zombie, plain  # their clients, before the module's cluster goes
 
 

@@ -206,6 +206,11 @@ class LaneControl(Protocol):
         ...
 
 
+class Refused(RuntimeError):
+    """A membership change the cluster refused before asking anyone: nothing changed
+    (a static quorum's voter set, say)."""
+
+
 @dataclass(frozen=True)
 class Quorum:
     """The KRaft metadata quorum as its leader describes it: each voter and observer
@@ -238,8 +243,9 @@ class MembershipControl(Protocol):
     def quorum(self) -> Quorum: ...
 
     def remove_voter(self, node: int, directory_id: str) -> None:
-        """Ask the quorum to remove the voter; raises if it refuses (a static quorum
-        always does). Its controller keeps running, as an observer."""
+        """Ask the quorum to remove the voter; raises if it refuses (`Refused` where
+        nothing was asked: a static quorum always is). Its controller keeps running,
+        as an observer."""
         ...
 
     def add_voter(self, node: int, timeout_s: float = 60) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.brokers import Broker
-from kafka_trial.cluster.control import PartitionState, Quorum
+from kafka_trial.cluster.control import PartitionState, Quorum, Refused
 from kafka_trial.cluster.naming import CONTROLLER_PROXY_BASE
 from kafka_trial.cluster.observe import Observer, partition_states
 from kafka_trial.cluster.provision import DATA_DIR, Provisioner
@@ -71,7 +71,7 @@ class DockerMembership:
 
     def _dynamic(self, what: str) -> None:
         if self.spec.quorum != "dynamic":
-            raise RuntimeError(
+            raise Refused(
                 f"cannot {what}: cluster.quorum is static (controller.quorum.voters), whose "
                 "voter set never changes; set cluster.quorum: dynamic"
             )

@@ -829,8 +829,11 @@ ALL_PRESETS: tuple[Preset, ...] = (
             "check": {"allowed": []},
         },
     ),
-    # KIP-853: a voter leaves and comes back while a broker is cut off; the heal waits
-    # until every voter holds the metadata log up to the high watermark.
+    # KIP-853: a voter leaves and comes back while a broker is cut off. The partition
+    # is listed first, so a period that draws both cuts first, removes the voter
+    # inside the cut, and adds it back (heals run in reverse) before the cut heals;
+    # the add-back waits until every voter holds the metadata log up to the high
+    # watermark.
     Preset(
         "voter-change",
         sets=(
@@ -838,14 +841,14 @@ ALL_PRESETS: tuple[Preset, ...] = (
             "cluster.quorum dynamic)"
         ),
         runs=(
-            "voter-change (the quorum leader or another voter removed, then added back) "
-            "and a network partition, interleaved"
+            "a network partition, and inside it voter-change (the quorum leader or "
+            "another voter removed, then added back before the partition heals)"
         ),
         config={
             "cluster": {"quorum": "dynamic"},
             "topic": {"replication_factor": 3, "min_insync_replicas": 2},
             "producer": {"acks": "all", "idempotence": True},
-            "nemesis": {"faults": ["voter-change", "partition"], "fault_s": 8, "quiet_s": 6},
+            "nemesis": {"faults": ["partition", "voter-change"], "fault_s": 8, "quiet_s": 6},
             "check": {"allowed": []},
         },
     ),

@@ -18,9 +18,10 @@ from kafka_trial.cluster.control import (
     MembershipControl,
     PartitionState,
     Quorum,
+    Refused,
     membership,
 )
-from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, wait_until
+from kafka_trial.nemesis.steps import Done, Heal, Step, Undo, Unfinished, wait_until
 
 
 class NotChanged(RuntimeError):
@@ -45,8 +46,10 @@ class VoterChange:
     fetches the metadata log and votes no more, so the quorum's majority is counted
     over one voter fewer. The completion records the voter set before and after as
     the quorum's leader described it, and whether the removed node is an observer
-    now; a removal the quorum does not show within `settle_s` completes `info`. The
-    heal adds it back by its directory id and waits until it is a voter again."""
+    now; a removal the quorum does not show within `settle_s`, or that errs once
+    asked, completes `info` with its add-back still outstanding (the change may yet
+    commit). The heal adds it back by its directory id and waits until it is a voter
+    again and every voter holds the metadata log up to the high watermark."""
 
     settle_s: float = 30.0
     name: str = "voter-change"
@@ -66,7 +69,17 @@ class VoterChange:
         else:
             node = random.Random(pick).choice(others)
         directory = before.voters[node]
-        m.remove_voter(node, directory)
+        # Once asked, the removal's fate is the quorum's: a VotersRecord the leader
+        # appended takes effect at once and may commit after an error or a timeout
+        # here (its new majority cut off, say), so from here on the add-back stays
+        # outstanding whatever this step finds.
+        heal = Heal("voter-add", {"voter": node}, {}, (Undo("add-voter", node=node),))
+        try:
+            m.remove_voter(node, directory)
+        except Refused:
+            raise  # nothing was asked: nothing to add back
+        except RuntimeError as e:
+            raise Unfinished(f"the removal of node {node} ended in an error: {e}", heal) from e
         seen: list[Quorum] = []
 
         def gone() -> bool:
@@ -77,12 +90,12 @@ class VoterChange:
 
         if not wait_until(gone, self.settle_s, every_s=1.0):
             last = sorted(seen[-1].voters) if seen else "no answer"
-            raise NotChanged(
+            raise Unfinished(
                 f"node {node} still a voter {self.settle_s:.0f} s after its removal was "
-                f"accepted (voters {last})"
+                f"accepted (voters {last})",
+                heal,
             )
         after = seen[-1]
-        heal = Heal("voter-add", {"voter": node}, {}, (Undo("add-voter", node=node),))
         return Done(
             {
                 "voter": node,

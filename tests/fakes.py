@@ -12,6 +12,7 @@ from kafka_trial.cluster.control import (
     LinkId,
     PartitionState,
     Quorum,
+    Refused,
     Stream,
 )
 from kafka_trial.cluster.throttle import RATES as THROTTLE_RATES
@@ -333,7 +334,7 @@ class FakeCluster:
     def remove_voter(self, node: int, directory_id: str) -> None:
         self._verb("remove_voter", (node, directory_id))
         if self.quorum_mode != "dynamic":
-            raise RuntimeError("UnsupportedVersionException: the quorum is static")
+            raise Refused("cannot remove a voter: the quorum is static")
         if self.voters.get(node) != directory_id:
             raise RuntimeError(f"VoterNotFoundException: {node} {directory_id}")
         if not self.sticky_voters:

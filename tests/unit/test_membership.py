@@ -76,13 +76,32 @@ def test_a_static_quorum_refuses_and_the_fault_is_info_with_nothing_to_heal(tmp_
     assert sorted(cluster.voters) == [1, 2, 3]
 
 
-def test_a_removal_the_quorum_does_not_show_is_info(tmp_path) -> None:
+def test_a_removal_the_quorum_does_not_show_is_info_and_its_add_back_stays(tmp_path) -> None:
+    """Asked, the removal may still take effect (a VotersRecord appended but not yet
+    committed, its new majority cut off): the add-back stays outstanding, and finds the
+    node a voter already if it never left."""
     cluster = FakeCluster(sticky_voters=True)
     nem, history = _nemesis(tmp_path, cluster)
     assert not nem.apply(VoterChange(settle_s=0.1), pick=1).ok
     (info,) = _done(history, "voter-remove")
     assert info.type == "info" and "still a voter" in (info.error or "")
-    assert nem.outstanding == ()
+    assert len(nem.outstanding) == 1
+    assert nem.heal() == 1 and nem.outstanding == ()
+    (heal,) = _done(history, "voter-add")
+    assert heal.type == "ok" and sorted(cluster.voters) == [1, 2, 3]
+
+
+def test_a_removal_that_errs_once_asked_keeps_its_add_back(tmp_path) -> None:
+    """An error after the request (a timeout, the leader gone) says nothing of whether
+    the change took: the heal stays outstanding. Its twin, a refusal before anything
+    was asked (a static quorum), has nothing to heal (test_a_static_quorum_refuses_...)."""
+    cluster = FakeCluster(fail_verbs={"remove_voter"})
+    nem, history = _nemesis(tmp_path, cluster)
+    assert not nem.apply("voter-change", pick=0).ok
+    (info,) = _done(history, "voter-remove")
+    assert info.type == "info" and "ended in an error" in (info.error or "")
+    assert len(nem.outstanding) == 1
+    assert nem.heal_all() and nem.outstanding == ()
 
 
 def test_a_voter_whose_heal_failed_stays_outstanding_and_heal_all_adds_it(tmp_path) -> None:

@@ -564,7 +564,7 @@ EXPECTED_PRESETS = {
         "cluster": {"quorum": "dynamic"},
         "topic": {"replication_factor": 3, "min_insync_replicas": 2},
         "producer": {"acks": "all", "idempotence": True},
-        "nemesis": {"faults": ["voter-change", "partition"], "fault_s": 8, "quiet_s": 6},
+        "nemesis": {"faults": ["partition", "voter-change"], "fault_s": 8, "quiet_s": 6},
         "check": {"allowed": []},
     },
 }
@@ -724,8 +724,8 @@ EXPECTED_PRESET_WORDS = {
     "voter-change": (
         "acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum (KIP-853, cluster.quorum "
         "dynamic)",
-        "voter-change (the quorum leader or another voter removed, then added back) and a network "
-        "partition, interleaved",
+        "a network partition, and inside it voter-change (the quorum leader or another voter "
+        "removed, then added back before the partition heals)",
     ),
     "fence-txn-id": (
         "transactions over 3 partitions, 10% aborted; a read_committed consumer",
@@ -1070,8 +1070,8 @@ EXPECTED_PRESET_TABLE = (
     "what the leader or a random broker sends lost, duplicated or held back 20 ms (reordered), one"
     " kind per fault |\n"
     "| `voter-change` | voter | acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum "
-    "(KIP-853, cluster.quorum dynamic) | voter-change (the quorum leader or another voter removed,"
-    " then added back) and a network partition, interleaved |\n"
+    "(KIP-853, cluster.quorum dynamic) | a network partition, and inside it voter-change (the "
+    "quorum leader or another voter removed, then added back before the partition heals) |\n"
     "| `fence-txn-id` | fence-txn-id | transactions over 3 partitions, 10% aborted; a "
     "read_committed consumer | fence-txn-id: another producer's init_transactions with a "
     "running producer's transactional.id, which fences it |"

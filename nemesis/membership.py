@@ -46,10 +46,11 @@ class VoterChange:
     fetches the metadata log and votes no more, so the quorum's majority is counted
     over one voter fewer. The completion records the voter set before and after as
     the quorum's leader described it, and whether the removed node is an observer
-    now; a removal the quorum does not show within `settle_s`, or that errs once
-    asked, completes `info` with its add-back still outstanding (the change may yet
-    commit). The heal adds it back by its directory id and waits until it is a voter
-    again and every voter holds the metadata log up to the high watermark."""
+    now (and `asked_error`, when the request itself failed but the quorum shows the
+    change all the same); a removal the quorum does not show within `settle_s`
+    completes `info` with its add-back still outstanding (the change may yet
+    commit). The heal adds it back by its directory id and waits until it is a
+    voter again and every voter holds the metadata log up to the high watermark."""
 
     settle_s: float = 30.0
     name: str = "voter-change"
@@ -74,12 +75,15 @@ class VoterChange:
         # here (its new majority cut off, say), so from here on the add-back stays
         # outstanding whatever this step finds.
         heal = Heal("voter-add", {"voter": node}, {}, (Undo("add-voter", node=node),))
+        asked_error: str | None = None
         try:
             m.remove_voter(node, directory)
         except Refused:
             raise  # nothing was asked: nothing to add back
         except RuntimeError as e:
-            raise Unfinished(f"the removal of node {node} ended in an error: {e}", heal) from e
+            # The quorum decides, not the answer: the admin call can time out just
+            # before the change commits (seen on 4.4.0 with the new majority cut off).
+            asked_error = str(e)
         seen: list[Quorum] = []
 
         def gone() -> bool:
@@ -90,14 +94,16 @@ class VoterChange:
 
         if not wait_until(gone, self.settle_s, every_s=1.0):
             last = sorted(seen[-1].voters) if seen else "no answer"
+            how = f"ended in an error ({asked_error})" if asked_error else "was accepted"
             raise Unfinished(
-                f"node {node} still a voter {self.settle_s:.0f} s after its removal was "
-                f"accepted (voters {last})",
+                f"node {node} still a voter {self.settle_s:.0f} s after its removal {how} "
+                f"(voters {last})",
                 heal,
             )
         after = seen[-1]
         return Done(
-            {
+            ({"asked_error": asked_error} if asked_error else {})
+            | {
                 "voter": node,
                 "directory_id": directory,
                 "was_leader": node == before.leader,

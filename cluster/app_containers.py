@@ -47,6 +47,8 @@ SIDECAR_WAIT_S = 30.0
 # How long a killed container may take to show it exited: the engine reports a
 # SIGKILLed container gone well within a second.
 KILL_WAIT_S = 5.0
+# How long a paused container may take to show it paused.
+PAUSE_SEEN_S = 5.0
 # How much of an instance's stderr an exit record quotes (its end: the last words).
 STDERR_TAIL = 2000
 
@@ -158,10 +160,17 @@ class AppContainer:
         return {"state": before, "after": self.status(), "exit_code": self.exit_code()}
 
     def pause(self) -> dict[str, Any]:
-        """`docker pause` (the cgroup freezer): `was`, and `state` read back."""
+        """`docker pause` (the cgroup freezer): `was`, and `state` read back, once the
+        engine shows it paused or `PAUSE_SEEN_S` has passed (a fresh-clone CI read
+        "running" from the engine just after a pause that followed a resume)."""
         before = self._alive_or_raise()
         self.container.pause()
-        return {"was": before, "state": self.status()}
+        state = self.status()
+        deadline = time.monotonic() + PAUSE_SEEN_S
+        while state == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            state = self.status()
+        return {"was": before, "state": state}
 
     def resume(self) -> dict[str, Any]:
         """Unpause, bounded as a broker's is (freezer.py); the state read back. A

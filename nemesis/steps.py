@@ -173,14 +173,29 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     )
 
 
+# How long a deleted throttle may still read back: a broker describes its own configs
+# from its metadata image, which takes the deletion a moment after the controller
+# commits it (a fresh-clone CI read broker 3's rates back once, just after deleting).
+THROTTLE_GONE_S = 10.0
+
+
 def unthrottle(ctl: ClusterControl, topic: str, brokers: list[int]) -> dict[str, Any]:
     """A reassignment's throttle deleted and read back: {} once every config is gone.
-    Raises while one is still there, so no heal claims a throttle gone that is not."""
+    Raises while one is still there `THROTTLE_GONE_S` on, so no heal claims a
+    throttle gone that is not."""
     ctl.clear_throttle(topic, brokers)
-    left = ctl.throttle_configs(topic, brokers)
-    if left:
-        raise RuntimeError(f"the throttle on {topic} is still set after its removal: {left}")
-    return left
+    left: list[dict[str, Any]] = []
+
+    def gone() -> bool:
+        left[:] = [ctl.throttle_configs(topic, brokers)]
+        return not left[0]
+
+    if not wait_until(gone, THROTTLE_GONE_S):
+        raise RuntimeError(
+            f"the throttle on {topic} is still set {THROTTLE_GONE_S:.0f} s after its "
+            f"removal: {left[0]}"
+        )
+    return left[0]
 
 
 def await_move(

@@ -116,7 +116,7 @@ def test_an_instance_reaches_its_lane_and_is_paused_killed_and_stopped(
         assert app.pause() == {"was": "running", "state": "paused"}
         assert app.resume() == {"state": "running"}
         # Paused, then killed: the engine's kill must still end it.
-        app.pause()
+        assert app.pause() == {"was": "running", "state": "paused"}
         seen = app.kill("app-kill")
         assert (seen["state"], seen["after"], seen["exit_code"]) == ("paused", "exited", 137)
         assert not app.running() and app.ended_by == "app-kill"

@@ -351,11 +351,11 @@ def _group_offsets(ok: DataFrame) -> DataFrame:
     )
 
 
-def _end_events(ok: DataFrame, *keys: str) -> DataFrame:
-    """Per `keys` (a partition, of one drain or of each), the last index at which a
-    drain poll found the partition at its end (`end_at`, with the furthest such end,
-    `end_offset`) and found its end held below the high watermark (`held_at`, with
-    the highest such watermark, `high_watermark`)."""
+def _end_events(ok: DataFrame) -> DataFrame:
+    """Per drain role and partition, the last index at which a drain poll found the
+    partition at its end (`end_at`, with the furthest such end, `end_offset`) and
+    found its end held below the high watermark (`held_at`, with the highest such
+    watermark, `high_watermark`): what `_drain_ends` and `_held_ends` both read."""
     kind, index, offset = F.col("kind"), F.col("index"), F.col("offset")
     return (
         ok.filter(
@@ -363,7 +363,7 @@ def _end_events(ok: DataFrame, *keys: str) -> DataFrame:
             & kind.isin("end", "held")
             & F.col("role").isin("drain", "app-output")
         )
-        .groupBy(*keys)
+        .groupBy("role", "topic", "partition")
         .agg(
             F.max(F.when(kind == "end", offset)).alias("end_offset"),
             F.max(F.when(kind == "end", index)).alias("end_at"),
@@ -373,22 +373,25 @@ def _end_events(ok: DataFrame, *keys: str) -> DataFrame:
     )
 
 
-def _drain_ends(ok: DataFrame, role: str = "drain") -> DataFrame:
-    # An end a later poll of the same drain found held is withdrawn: records arrived
-    # past it behind an open transaction, so it no longer proves the partition read.
-    last = _end_events(ok.filter(F.col("role") == role), "topic", "partition")
-    return last.filter(
-        F.col("end_offset").isNotNull()
-        & (F.col("held_at").isNull() | (F.col("end_at") > F.col("held_at")))
+# An end a later poll of the same drain found held (or the same poll: a tie) is
+# withdrawn: records arrived past it behind an open transaction, so it no longer
+# proves the partition read. A partition's last word is its end or its hold.
+def _end_stands() -> Column:
+    return F.col("held_at").isNull() | (
+        F.col("end_at").isNotNull() & (F.col("end_at") > F.col("held_at"))
+    )
+
+
+def _drain_ends(events: DataFrame, role: str) -> DataFrame:
+    return events.filter(
+        (F.col("role") == role) & F.col("end_offset").isNotNull() & _end_stands()
     ).select("topic", "partition", "end_offset")
 
 
-def _held_ends(ok: DataFrame) -> DataFrame:
-    last = _end_events(ok, "role", "topic", "partition")
-    return last.filter(
-        F.col("held_at").isNotNull()
-        & (F.col("end_at").isNull() | (F.col("held_at") >= F.col("end_at")))
-    ).select("role", "topic", "partition", "high_watermark")
+def _held_ends(events: DataFrame) -> DataFrame:
+    return events.filter(F.col("held_at").isNotNull() & ~_end_stands()).select(
+        "role", "topic", "partition", "high_watermark"
+    )
 
 
 def _rebalances(ok: DataFrame) -> DataFrame:
@@ -451,7 +454,7 @@ def load(
     txn_polls = polled.filter(F.col("f") == "txn").select(
         "value", "topic", "partition", "offset", "index", "process", "type"
     )
-    ok = completions.filter(F.col("type") == "ok")
+    ends = _end_events(ok := completions.filter(F.col("type") == "ok"))
     return Frames(
         ops,
         damaged,
@@ -463,12 +466,12 @@ def load(
         _group_offsets(ok),
         _rebalances(ok),
         txn_polls,
-        _drain_ends(ok),
+        _drain_ends(ends, "drain"),
         decided["drain_polls"] > 0,
         polled,
         app_output,
-        _drain_ends(ok, "app-output"),
-        _held_ends(ok),
+        _drain_ends(ends, "app-output"),
+        _held_ends(ends),
         examples,
         one_task,
         txn_ops=decided["txn_ops"] > 0,

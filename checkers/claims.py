@@ -203,6 +203,14 @@ CLAIMS: dict[str, Claim] = {
         "none",
         ("lost-write",),
     ),
+    "remove-broker": Claim(
+        "remove-broker",
+        "a broker decommissioned under acks=all, its replicas moved to the brokers that "
+        "held none, then stopped and unregistered, and a fresh node added in its place, "
+        "loses no acknowledged write",
+        "none",
+        ("lost-write",),
+    ),
     "clock-txn": Claim(
         "clock-txn",
         "a transaction coordinator's clock jump aborts transactions it thinks timed out, "

@@ -829,6 +829,33 @@ ALL_PRESETS: tuple[Preset, ...] = (
             "check": {"allowed": []},
         },
     ),
+    # An operator's decommission: a fourth broker, so that every replica of RF 3 on the
+    # broker taken out has a broker holding none of its partition to move to (with
+    # three, the move could only drop a replica); the quorum is dynamic, because the
+    # fresh node's controller is a new replica that takes the old one's place.
+    Preset(
+        "remove-broker",
+        sets=(
+            "acks=all, idempotence, RF 3 of 4 brokers, min.isr 2, no unclean election; a "
+            "dynamic KRaft quorum"
+        ),
+        runs=(
+            "remove-broker: a broker's replicas moved to brokers that held none, the broker "
+            "stopped and unregistered; a fresh node in its place (empty storage, a new "
+            "voter replica), its replicas moved back"
+        ),
+        config={
+            "cluster": {"brokers": 4, "quorum": "dynamic"},
+            "topic": {
+                "replication_factor": 3,
+                "min_insync_replicas": 2,
+                "unclean_leader_election": False,
+            },
+            "producer": {"acks": "all", "idempotence": True},
+            "nemesis": {"faults": ["remove-broker"], "fault_s": 8, "quiet_s": 6},
+            "check": {"allowed": []},
+        },
+    ),
     # KIP-853: a voter leaves and comes back while a broker is cut off. The partition
     # is listed first, so a period that draws both cuts first, removes the voter
     # inside the cut, and adds it back (heals run in reverse) before the cut heals;
@@ -895,6 +922,7 @@ _TABLE_ORDER = (
     "corrupt",
     "last-replica",
     "reassign",
+    "remove-broker",
     "packet",
     "voter-change",
     "fence-txn-id",

@@ -559,6 +559,18 @@ EXPECTED_PRESETS = {
         "nemesis": {"faults": ["fence-txn-id"], "fault_s": 4, "quiet_s": 4},
         "check": {"allowed": []},
     },
+    "remove-broker": {
+        "name": "remove-broker",
+        "cluster": {"brokers": 4, "quorum": "dynamic"},
+        "topic": {
+            "replication_factor": 3,
+            "min_insync_replicas": 2,
+            "unclean_leader_election": False,
+        },
+        "producer": {"acks": "all", "idempotence": True},
+        "nemesis": {"faults": ["remove-broker"], "fault_s": 8, "quiet_s": 6},
+        "check": {"allowed": []},
+    },
     "voter-change": {
         "name": "voter-change",
         "cluster": {"quorum": "dynamic"},
@@ -602,6 +614,7 @@ EXPECTED_PRESET_ORDER = [
     "reassign",
     "packet",
     "fence-txn-id",
+    "remove-broker",
     "voter-change",
 ]
 
@@ -721,6 +734,13 @@ EXPECTED_PRESET_WORDS = {
         "packet: 20% of what the leader or a random broker sends lost, duplicated or held back 20 "
         "ms (reordered), one kind per fault",
     ),
+    "remove-broker": (
+        "acks=all, idempotence, RF 3 of 4 brokers, min.isr 2, no unclean election; a dynamic "
+        "KRaft quorum",
+        "remove-broker: a broker's replicas moved to brokers that held none, the broker stopped "
+        "and unregistered; a fresh node in its place (empty storage, a new voter replica), its "
+        "replicas moved back",
+    ),
     "voter-change": (
         "acks=all, idempotence, RF 3, min.isr 2; a dynamic KRaft quorum (KIP-853, cluster.quorum "
         "dynamic)",
@@ -765,6 +785,7 @@ EXPECTED_WORDS_ORDER = [
     "corrupt",
     "last-replica",
     "reassign",
+    "remove-broker",
     "packet",
     "voter-change",
     "fence-txn-id",
@@ -978,6 +999,14 @@ EXPECTED_CLAIMS = {
         "none",
         ("lost-write", "duplicate", "reorder", "client-reorder"),
     ),
+    "remove-broker": (
+        "remove-broker",
+        "a broker decommissioned under acks=all, its replicas moved to the brokers that held "
+        "none, then stopped and unregistered, and a fresh node added in its place, loses no "
+        "acknowledged write",
+        "none",
+        ("lost-write",),
+    ),
     "voter-change": (
         "voter",
         "a KRaft voter removed and added back during a network partition keeps the metadata log "
@@ -1066,6 +1095,10 @@ EXPECTED_PRESET_TABLE = (
     "| `reassign` | reassign | acks=all, idempotence, RF 2 of 3 brokers, min.isr 2, no unclean "
     "election | reassign (a replica moved to the broker that held none) and kill-leader, "
     "interleaved |\n"
+    "| `remove-broker` | remove-broker | acks=all, idempotence, RF 3 of 4 brokers, min.isr 2, "
+    "no unclean election; a dynamic KRaft quorum | remove-broker: a broker's replicas moved to "
+    "brokers that held none, the broker stopped and unregistered; a fresh node in its place "
+    "(empty storage, a new voter replica), its replicas moved back |\n"
     "| `packet` | packet | acks=all, idempotence, 5 in flight, RF 3, min.isr 2 | packet: 20% of "
     "what the leader or a random broker sends lost, duplicated or held back 20 ms (reordered), one"
     " kind per fault |\n"

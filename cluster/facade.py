@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
-from kafka_trial.cluster import netns_faults, throttle
+from kafka_trial.cluster import netns_faults
 from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.brokers import Broker
 from kafka_trial.cluster.clocks import ClockProbe
@@ -39,6 +39,7 @@ from kafka_trial.cluster.naming import CUT_TOXICS, client_listener
 from kafka_trial.cluster.netns_faults import PacketKind
 from kafka_trial.cluster.observe import DockerNodes, Observer
 from kafka_trial.cluster.provision import Provisioner
+from kafka_trial.cluster.reassignment import Reassignment, Reassigns
 from kafka_trial.cluster.segments import CorruptMode
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.cluster.toxiproxy import Toxic, ToxiproxyError
@@ -52,7 +53,7 @@ FAKETIME_CACHE_S = 1
 
 
 @dataclass
-class Cluster:
+class Cluster(Reassigns):
     client: docker.DockerClient
     spec: ClusterSpec
     images: Images
@@ -82,6 +83,7 @@ class Cluster:
             lambda: self.bootstrap,
             self._admin_tool,
         )
+        self.moves = Reassignment(lambda: self.bootstrap, self.observe.admin, self._admin_tool)
 
     @classmethod
     @contextlib.contextmanager
@@ -223,25 +225,6 @@ class Cluster:
 
     def elect_leader(self, topic: str, partition: int, unclean: bool) -> None:
         self.observe.elect_leader(topic, partition, unclean)
-
-    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
-        order = ",".join(str(r) for r in replicas)
-        self._admin_tool().call(self.bootstrap, "reassign", topic, str(partition), order)
-
-    def reassignments(self, topic: str) -> dict[int, dict[str, list[int]]]:
-        found = self._admin_tool().call(self.bootstrap, "reassignments", topic)
-        return {int(p): r for p, r in found.items()}
-
-    def set_throttle(
-        self, topic: str, rate: int, brokers: list[int], leader: str, follower: str
-    ) -> None:
-        throttle.set_throttle(self.admin(), topic, rate, brokers, leader, follower)
-
-    def clear_throttle(self, topic: str, brokers: list[int]) -> None:
-        throttle.clear_throttle(self.admin(), topic, brokers)
-
-    def throttle_configs(self, topic: str, brokers: list[int]) -> dict[str, dict[str, str]]:
-        return throttle.throttle_configs(self.admin(), topic, brokers)
 
     # --- membership (cluster/membership.py) -------------------------------------------
 

@@ -22,9 +22,11 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka_trial.cluster import log_window, netfaults
+from kafka_trial.cluster.admin_tool import AdminTool
 from kafka_trial.cluster.control import BOTH_STREAMS, CutMode, LinkId, PartitionState, Stream
 from kafka_trial.cluster.inventory import Inventory, Node
 from kafka_trial.cluster.observe import Observer
+from kafka_trial.cluster.reassignment import Reassignment, Reassigns
 from kafka_trial.cluster.settings import ClusterSpec, TopicSpec
 from kafka_trial.cluster.ssh import Remote, RemoteError
 from kafka_trial.cluster.ssh_nodes import SshNode
@@ -69,7 +71,7 @@ class SshNodes:
 
 
 @dataclass
-class SshCluster:
+class SshCluster(Reassigns):
     spec: ClusterSpec
     inventory: Inventory
     client_config: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +84,7 @@ class SshCluster:
     # Set once every node passed its checks: before that no fault can have run, and a
     # node that failed them (unreachable, no broker) has nothing of ours to heal.
     _checked: bool = field(default=False, init=False)
+    _tool: AdminTool | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         t = self.inventory.connect_timeout_s
@@ -92,6 +95,7 @@ class SshCluster:
             lambda: self.inventory.bootstrap,
             self.client_config,
         )
+        self.moves = Reassignment(lambda: self.bootstrap, self.observe.admin, self._admin_tool)
 
     # --- what the runner asks of any cluster --------------------------------------------
 
@@ -230,6 +234,16 @@ class SshCluster:
 
     def admin(self) -> AdminClient:
         return self.observe.admin()
+
+    # --- reassignment (cluster/reassignment.py) --------------------------------------
+
+    def _admin_tool(self) -> AdminTool:
+        # The tool is a client: built against `cluster.kafka_version`'s jars (the newest
+        # 4.x by default), whose Admin client speaks to brokers back to 2.1, whatever
+        # version the user's nodes run.
+        if self._tool is None:
+            self._tool = AdminTool.for_version(self.spec.kafka_version)
+        return self._tool
 
     def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:
         self.observe.delete_topics(names, timeout_s)

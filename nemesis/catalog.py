@@ -250,8 +250,6 @@ _INFOS = (
         fault_op="reassign",
         heal_op="reassign-settle",
         leftover_heal="unthrottle",
-        docker_only="the reassignment goes through kafka-trial's Java admin tool, built "
-        "against the Docker kind's Kafka jars",
     ),
     # Membership as operators change it (nemesis/membership.py): each heal is verified
     # by reading the cluster back, and a heal-all adds every voter back.

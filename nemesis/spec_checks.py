@@ -55,6 +55,15 @@ def _kind_can_make_the_faults(spec: RunSpec) -> None:
             "nemesis.clock.strobe_ms needs the Docker kind's libfaketime; on cluster.kind "
             "ssh a clock fault is a bump (strobe_ms: 0)"
         )
+    if kind == "ssh" and "reassign" in spec.nemesis.faults and spec.nemesis.reassign.throttle_bytes:
+        # A throttle's rates are broker configs of the user's cluster, which a run
+        # killed before its heal would leave set, and which only the user may know
+        # to be theirs: `kafka-trial heal --inventory` could not tell them apart.
+        raise ValueError(
+            "nemesis.reassign.throttle_bytes on cluster.kind ssh: the replication throttle "
+            "is the brokers' own config, which a crashed run would leave on your cluster; "
+            "reassign unthrottled there (throttle_bytes: 0)"
+        )
     if kind != "docker" and spec.app.image is not None:
         raise ValueError(
             f"app.image runs on the Docker kind's network; on cluster.kind {kind} give "

@@ -88,8 +88,17 @@ def test_the_spec_refuses_what_a_kind_cannot_make() -> None:
         )
     with pytest.raises(ValidationError, match="need the Docker kind"):
         ClusterSpec(kind="ssh", inventory="n.yaml", storage="writeback")
-    # What each kind can make passes, disk-full on a user's disk without kt-lazyfs too.
+    # A throttle is the brokers' own config: a crashed run would leave it on the
+    # user's cluster, where no heal can tell it from theirs.
+    with pytest.raises(ValidationError, match=r"throttle_bytes on cluster\.kind ssh"):
+        RunSpec(
+            cluster=ssh,
+            nemesis={"faults": ["reassign"], "reassign": {"throttle_bytes": 1_000_000}},
+        )
+    # What each kind can make passes, disk-full on a user's disk without kt-lazyfs too,
+    # and an unthrottled reassignment (the Admin API, as any client reaches it).
     RunSpec(cluster=ssh, nemesis={"faults": ["kill-leader", "isolate-broker", "disk-full"]})
+    RunSpec(cluster=ssh, nemesis={"faults": ["reassign"]})
     RunSpec(cluster={"kind": "bootstrap", "bootstrap": "h:9092"}, nemesis={"faults": []})
 
 

@@ -323,8 +323,6 @@ EXPECTED_DOCKER_ONLY = {
     "app-partition": "cuts an app instance's own client lane of Toxiproxy proxies",
     "packet": "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate, "
     "reorder, corrupt or bandwidth makes these on the node's own kernel",
-    "reassign": "the reassignment goes through kafka-trial's Java admin tool, built against "
-    "the Docker kind's Kafka jars",
     "voter-change": "changes the voter set through kafka-trial's Java admin tool, with the "
     "directory ids the Docker kind formatted the nodes' storage with",
     "remove-broker": "empties and formats the broker's Docker volume for the fresh node",
@@ -483,10 +481,6 @@ _VIA_DEGRADE = (
     "on cluster.kind ssh, `degrade` with `nemesis.degrade.type` loss, duplicate, reorder, "
     "corrupt or bandwidth makes these on the node's own kernel"
 )
-_VIA_ADMIN_TOOL = (
-    "the reassignment goes through kafka-trial's Java admin tool, built against the Docker "
-    "kind's Kafka jars"
-)
 _VOTERS_VIA_ADMIN_TOOL = (
     "changes the voter set through kafka-trial's Java admin tool, with the directory ids the "
     "Docker kind formatted the nodes' storage with"
@@ -606,9 +600,9 @@ EXPECTED_REFUSALS = {
     },
     "reassign": {
         "docker": None,
-        "ssh": _VIA_ADMIN_TOOL,
+        "ssh": None,
         "bootstrap": "kafka-trial only observes a cluster of this kind and faults nothing of it",
-        "k8s": _VIA_ADMIN_TOOL,
+        "k8s": None,
     },
     "voter-change": {
         "docker": None,

@@ -17,6 +17,7 @@ from kafka_trial.cluster.control import ClusterControl
 from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import CLIENTS
 from kafka_trial.contracts.history import HistoryWriter
+from kafka_trial.nemesis.catalog import NOT_RUN_OP
 from kafka_trial.nemesis.packages import build_package
 from kafka_trial.nemesis.recorder import NemesisRecorder
 from kafka_trial.nemesis.settings import NemesisSpec
@@ -100,6 +101,11 @@ class Nemesis:
             with self._lock:
                 self._outstanding.append(applied)
         return applied
+
+    def not_run(self, package: str, value: dict[str, Any], why: str) -> None:
+        """A fault the schedule asked for and that never started: recorded as
+        `fault-not-run` with its package, so that no run seems to have had it."""
+        self.rec.said(NOT_RUN_OP, {"package": package, **value}, why)
 
     def heal(self, target: str | Applied | None = None) -> int:
         """Undo outstanding faults, latest first: one record, every fault of one

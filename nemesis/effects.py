@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_trial.nemesis.catalog import NOT_RUN_OP
+
 
 def _mb(n: Any) -> str:
     n = int(n or 0)
@@ -166,6 +168,9 @@ def _reassign(f: str, v: dict[str, Any]) -> list[str]:
 def effect(f: str, type_: str, value: Any, error: str | None = None) -> str:
     """One line on what the op did; '' when its completion says nothing more than
     its target (the report's fault label has that)."""
+    if f == NOT_RUN_OP:
+        package = value.get("package") if isinstance(value, dict) else None
+        return f"{package} not run: {error or 'no reason recorded'}"
     if type_ == "info":
         return f"did not take effect, or not known to: {error or 'no reason recorded'}"
     v = value if isinstance(value, dict) else {}

@@ -17,6 +17,14 @@ class NemesisRecorder:
     history: HistoryWriter
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def said(self, f: str, value: dict[str, Any], why: str) -> None:
+        """An op that did nothing, and why: its invoke and, at once, its `info`."""
+        with self._lock:
+            self.history.invoke("nemesis", f, value)
+            self.history.complete("info", "nemesis", f, value, why[:500])
+            self.history.flush()
+        log(f"nemesis {f} {value}: {why}")
+
     def do(
         self, f: str, value: dict[str, Any], action: Callable[[], dict[str, Any] | None]
     ) -> bool:

@@ -40,6 +40,7 @@ class NemesisRunner:
                 for rest in self.steps[i:]:
                     if rest.action == "heal" and self.nemesis.heal(rest.package):
                         self._last_change = time.monotonic()
+                self._say_not_run(self.steps[i:])
                 return
             if step.action == "fault":
                 # Counted only if it took effect: a run must not claim faults it lacked.
@@ -48,6 +49,19 @@ class NemesisRunner:
             else:
                 self.nemesis.heal(step.package)
             self._last_change = time.monotonic()
+
+    def _say_not_run(self, rest: list[Step]) -> None:
+        """The faults the phase ended before: one op each, so that the history, the
+        report and the fault count agree on what the run did not get."""
+        late_s = round(time.monotonic() - self._t0, 1)
+        for step in rest:
+            if step.action == "fault":
+                self.nemesis.not_run(
+                    step.package,
+                    {"pick": step.pick, "at_s": step.at_s},
+                    f"the fault phase ended ({late_s} s in) before this fault, due at "
+                    f"{step.at_s} s, was started: what ran before it took that long",
+                )
 
     def final_heal(self, topic: str, timeout_s: float) -> dict[str, Any]:
         """Undo every outstanding fault, heal every link and broker, wait for health."""

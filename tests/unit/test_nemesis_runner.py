@@ -10,11 +10,14 @@ from pathlib import Path
 from kafka_trial.cluster.control import ClusterControl, LinkId
 from kafka_trial.cluster.toxiproxy import Toxic
 from kafka_trial.contracts.history import HistoryWriter, read_history
+from kafka_trial.nemesis.catalog import NOT_RUN_OP
 from kafka_trial.nemesis.core import Nemesis
+from kafka_trial.nemesis.effects import effect
 from kafka_trial.nemesis.packages import Degrade, ProcessFault
 from kafka_trial.nemesis.runner import NemesisRunner
 from kafka_trial.nemesis.schedule import Step
 from kafka_trial.nemesis.settings import NemesisSpec
+from kafka_trial.spark_analysis.facts.stats import faults_injected
 
 from tests.fakes import FakeCluster
 
@@ -191,6 +194,39 @@ def test_a_runner_stopped_with_a_fault_on_heals_it_before_it_returns(tmp_path: P
     assert done(history) == [("ok", "pause"), ("ok", "resume")]
     assert nem.outstanding == ()
     assert runner.calm_s() is not None and runner.calm_s() < 1
+
+
+def test_a_fault_the_phase_ended_before_is_recorded_as_not_run(tmp_path: Path) -> None:
+    # A fault whose heal overran the phase left the next fault unstarted: the history
+    # must say so, and the count of injected faults must not include it.
+    _, nem, history = nemesis(tmp_path)
+    stop = threading.Event()
+    steps = [
+        Step(0.0, "fault", "pause", 1),
+        Step(30.0, "heal", "pause"),
+        Step(31.0, "fault", "kill", 7),
+        Step(40.0, "heal", "kill"),
+    ]
+    runner = NemesisRunner(nem, steps, stop)
+    threading.Timer(0.2, stop.set).start()
+    runner.run()
+    ops = read_history(history.path).ops
+    assert done(history) == [("ok", "pause"), ("ok", "resume"), ("info", NOT_RUN_OP)]
+    (said,) = [o for o in ops if o.f == NOT_RUN_OP and o.type == "info"]
+    assert said.value == {"package": "kill", "pick": 7, "at_s": 31.0}
+    assert "before this fault, due at 31.0 s, was started" in said.error
+    assert runner.faults_done == 1
+    assert faults_injected({"pause": 1, "resume": 1}) == faults_injected(
+        {"pause": 1, "resume": 1, NOT_RUN_OP: 1}
+    )
+    assert effect(NOT_RUN_OP, "info", said.value, said.error).startswith("kill not run: ")
+
+
+def test_a_runner_that_ran_every_step_says_nothing_is_not_run(tmp_path: Path) -> None:
+    _, nem, history = nemesis(tmp_path)
+    steps = [Step(0.0, "fault", "pause", 1), Step(0.05, "heal", "pause")]
+    NemesisRunner(nem, steps, threading.Event()).run()
+    assert NOT_RUN_OP not in {f for _, f in done(history)}
 
 
 def test_a_fault_is_on_disk_before_it_acts_and_once_it_acted(tmp_path: Path) -> None:

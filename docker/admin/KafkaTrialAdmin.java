@@ -34,6 +34,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 
 public final class KafkaTrialAdmin {
+    private static final java.util.Set<String> READS =
+        java.util.Set.of("quorum", "brokers");
+
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
             System.err.println(
@@ -42,8 +45,13 @@ public final class KafkaTrialAdmin {
         }
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
-        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
-        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        // A membership read that a broker can forward answers within a second; one
+        // that cannot (cut off from the active controller) should fail fast, so that
+        // the caller asks through the next broker instead of waiting out a change's
+        // timeout: a voter change's waits under a partition were made of these.
+        boolean read = READS.contains(args[1]);
+        props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, read ? "4000" : "10000");
+        props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, read ? "8000" : "20000");
         try (Admin admin = Admin.create(props)) {
             switch (args[1]) {
                 case "reassign" -> reassign(admin, args[2], Integer.parseInt(args[3]), args[4]);

@@ -832,7 +832,9 @@ ALL_PRESETS: tuple[Preset, ...] = (
     # An operator's decommission: a fourth broker, so that every replica of RF 3 on the
     # broker taken out has a broker holding none of its partition to move to (with
     # three, the move could only drop a replica); the quorum is dynamic, because the
-    # fresh node's controller is a new replica that takes the old one's place.
+    # fresh node's controller is a new replica that takes the old one's place. The
+    # decommission takes about 10 s and the fresh node's return about 30 s, so one
+    # period of 16 s fills a 40 s run (two of 8 s left the second never started).
     Preset(
         "remove-broker",
         sets=(
@@ -852,7 +854,7 @@ ALL_PRESETS: tuple[Preset, ...] = (
                 "unclean_leader_election": False,
             },
             "producer": {"acks": "all", "idempotence": True},
-            "nemesis": {"faults": ["remove-broker"], "fault_s": 8, "quiet_s": 6},
+            "nemesis": {"faults": ["remove-broker"], "fault_s": 16, "quiet_s": 6},
             "check": {"allowed": []},
         },
     ),

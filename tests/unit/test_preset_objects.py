@@ -568,7 +568,7 @@ EXPECTED_PRESETS = {
             "unclean_leader_election": False,
         },
         "producer": {"acks": "all", "idempotence": True},
-        "nemesis": {"faults": ["remove-broker"], "fault_s": 8, "quiet_s": 6},
+        "nemesis": {"faults": ["remove-broker"], "fault_s": 16, "quiet_s": 6},
         "check": {"allowed": []},
     },
     "voter-change": {

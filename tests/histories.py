@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,36 @@ class Builder:
     def done(self) -> Path:
         self.h.close()
         return self.run_dir
+
+
+# The app on trial's output topic in the app histories below.
+APP_OUT = f"{TOPIC}-out"
+
+
+def app_inputs(
+    tmp_path: Path,
+    guarantee: str = "exactly-once",
+    per_key_order: bool | None = None,
+    committed: dict[int, int] | None = None,
+) -> Builder:
+    """An app's run up to its output: five acknowledged inputs (1-3 in partition 0,
+    4-5 in 1), drained to their end; the app started, and its group committed
+    `committed` (default: past every input). The caller adds the output drain's polls
+    of APP_OUT."""
+    b = Builder(tmp_path)
+    spec = json.loads((tmp_path / "spec.json").read_text())
+    app: dict[str, Any] = {"command": "my-app", "guarantee": guarantee}
+    if per_key_order is not None:
+        app["per_key_order"] = per_key_order
+    spec["app"] = app
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    b.h.invoke("app-0", "app-start", {"instance": 0})
+    b.h.complete("ok", "app-0", "app-start", {"instance": 0, "pid": 4242})
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.sends(1, [(4, 1, 0, "ok"), (5, 1, 1, "ok")])
+    b.group_offsets(9, committed if committed is not None else {0: 3, 1: 2}, role="app")
+    b.drain(8, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)], at_end={0: 3, 1: 2})
+    return b
 
 
 def rebalance(b: Builder, process: int, kind: str, partitions: list[int]) -> Builder:

@@ -19,10 +19,10 @@ from kafka_trial.contracts.errors import TrialError
 from kafka_trial.spark_analysis.check_settings import read_check_settings
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.histories import TOPIC, Builder
+from tests.histories import APP_OUT, app_inputs
 from tests.results import ran
 
-OUT = f"{TOPIC}-out"
+OUT = APP_OUT
 APP = ("app-output-lost", "app-output-duplicate", "app-output-unexpected", "app-output-reorder")
 # The clean output: each input once, partition for partition, in input order.
 CLEAN_OUT = [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)]
@@ -40,16 +40,7 @@ def app_run(
     committed `committed` (default: past every input), and the output drain read
     `outputs` (value, partition, offset) of t-out, to its end at `out_ends` (default:
     one past each partition's last output)."""
-    b = Builder(tmp_path)
-    spec = json.loads((tmp_path / "spec.json").read_text())
-    spec["app"] = {"command": "my-app", "guarantee": guarantee, "per_key_order": per_key_order}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    b.h.invoke("app-0", "app-start", {"instance": 0})
-    b.h.complete("ok", "app-0", "app-start", {"instance": 0, "pid": 4242})
-    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
-    b.sends(1, [(4, 1, 0, "ok"), (5, 1, 1, "ok")])
-    b.group_offsets(9, committed if committed is not None else {0: 3, 1: 2}, role="app")
-    b.drain(8, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)], at_end={0: 3, 1: 2})
+    b = app_inputs(tmp_path, guarantee, per_key_order, committed)
     if out_ends is None:
         out_ends = {p: 1 + max(o for _, q, o in outputs if q == p) for _, p, _ in outputs}
     done: dict[str, Any] = {

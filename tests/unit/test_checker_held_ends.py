@@ -13,32 +13,22 @@ the twin that differs only in that marker."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kafka_trial.spark_analysis.job import analyze
 
-from tests.histories import TOPIC, Builder
+from tests.histories import APP_OUT, Builder, app_inputs
 from tests.results import ran
 
-OUT = f"{TOPIC}-out"
+OUT = APP_OUT
 
 
 def _app(tmp_path: Path, polls: list[dict[str, Any]]) -> Path:
     """Five acknowledged inputs (1-3 in partition 0, 4-5 in 1), drained to their end;
     the app group committed past all of them; output 5 is in no output record. The
     output drain's polls are `polls`: keyword arguments of Builder.poll."""
-    b = Builder(tmp_path)
-    spec = json.loads((tmp_path / "spec.json").read_text())
-    spec["app"] = {"command": "my-app", "guarantee": "exactly-once"}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    b.h.invoke("app-0", "app-start", {"instance": 0})
-    b.h.complete("ok", "app-0", "app-start", {"instance": 0, "pid": 4242})
-    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
-    b.sends(1, [(4, 1, 0, "ok"), (5, 1, 1, "ok")])
-    b.group_offsets(9, {0: 3, 1: 2}, role="app")
-    b.drain(8, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)], at_end={0: 3, 1: 2})
+    b = app_inputs(tmp_path)
     for kw in polls:
         b.poll(7, role="app-output", topic=OUT, **kw)
     return b.done()

@@ -23,6 +23,7 @@ import contextlib
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,14 @@ def sidecar_name(run_id: str, index: int) -> str:
     return f"kt-{run_id}-app-net-{index}"
 
 
+def _wait_while(cond: Callable[[], bool], timeout_s: float) -> None:
+    """Until `cond` no longer holds or `timeout_s` has passed: the engine's word on a
+    container's state trails what was just done to it."""
+    deadline = time.monotonic() + timeout_s
+    while cond() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @dataclass
 class AppContainer:
     """One instance of the application as a container: implements
@@ -145,9 +154,7 @@ class AppContainer:
         before = self._alive_or_raise()
         self.ended_by = by
         self.container.kill(signal="SIGKILL")
-        deadline = time.monotonic() + KILL_WAIT_S
-        while self.running() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_while(self.running, KILL_WAIT_S)
         self.collect_logs()
         return {"state": before, "after": self.status(), "exit_code": self.exit_code()}
 
@@ -165,12 +172,8 @@ class AppContainer:
         "running" from the engine just after a pause that followed a resume)."""
         before = self._alive_or_raise()
         self.container.pause()
-        state = self.status()
-        deadline = time.monotonic() + PAUSE_SEEN_S
-        while state == "running" and time.monotonic() < deadline:
-            time.sleep(0.05)
-            state = self.status()
-        return {"was": before, "state": state}
+        _wait_while(lambda: self.status() == "running", PAUSE_SEEN_S)
+        return {"was": before, "state": self.status()}
 
     def resume(self) -> dict[str, Any]:
         """Unpause, bounded as a broker's is (freezer.py); the state read back. A

@@ -406,6 +406,19 @@ def _rebalances(ok: DataFrame) -> DataFrame:
     )
 
 
+def _flat_rows(spark: SparkSession, path: str, raw: DataFrame | None, columnar: bool) -> DataFrame:
+    """The history's flat rows (FLAT_SCHEMA), from `raw` in any of the schemas `load`
+    takes, or read from `path`."""
+    if raw is None:
+        raw = read_json(spark, path)
+    rows = raw if "kind" in raw.columns else flatten(raw)
+    if columnar:
+        return rows
+    # Parsed once: every frame is a filter of these rows. Memory and disk, since a
+    # large history's rows need not fit the driver's heap.
+    return rows.persist(StorageLevel.MEMORY_AND_DISK)
+
+
 def load(
     spark: SparkSession,
     path: str,
@@ -425,13 +438,7 @@ def load(
 
     `columnar`: `raw` is read from Parquet (the cache), whose columns each frame
     below reads again for less than holding the rows in memory costs."""
-    if raw is None:
-        raw = read_json(spark, path)
-    rows = raw if "kind" in raw.columns else flatten(raw)
-    if not columnar:
-        # Parsed once: every frame below is a filter of these rows. Memory and disk,
-        # since a large history's rows need not fit the driver's heap.
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = _flat_rows(spark, path, raw, columnar)
     # Counted before the rows are put in one partition: the parse then runs on every
     # core, and the one-task plan reads what it cached.
     decided = _decisions(rows)
@@ -454,7 +461,8 @@ def load(
     txn_polls = polled.filter(F.col("f") == "txn").select(
         "value", "topic", "partition", "offset", "index", "process", "type"
     )
-    ends = _end_events(ok := completions.filter(F.col("type") == "ok"))
+    ok = completions.filter(F.col("type") == "ok")
+    ends = _end_events(ok)
     return Frames(
         ops,
         damaged,

@@ -240,7 +240,10 @@ class MembershipControl(Protocol):
     changed as an operator changes them (KIP-853's dynamic quorum, a decommission).
     The Docker kind has these verbs; a fault on a cluster without them is `info`."""
 
-    def quorum(self) -> Quorum: ...
+    def quorum(self, within_s: float | None = None) -> Quorum:
+        """The quorum as its leader describes it; raises if no broker answers (within
+        `within_s`, where given)."""
+        ...
 
     def remove_voter(self, node: int, directory_id: str) -> None:
         """Ask the quorum to remove the voter; raises if it refuses (`Refused` where

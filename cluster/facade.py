@@ -228,8 +228,8 @@ class Cluster(Reassigns):
 
     # --- membership (cluster/membership.py) -------------------------------------------
 
-    def quorum(self) -> Quorum:
-        return self.members.quorum()
+    def quorum(self, within_s: float | None = None) -> Quorum:
+        return self.members.quorum(within_s)
 
     def remove_voter(self, node: int, directory_id: str) -> None:
         self.members.remove_voter(node, directory_id)

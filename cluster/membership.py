@@ -22,6 +22,9 @@ from kafka_trial.cluster.settings import ClusterSpec
 # How often a wait reads the cluster again: each read of the quorum or of the
 # registrations starts a JVM (about a second of a core).
 POLL_S = 1.0
+# The least time a call through one broker is given, however little of a wait is
+# left: the admin tool's JVM takes about a second to start on these machines.
+MIN_CALL_S = 5.0
 
 
 def _poll(cond: Callable[[], bool], timeout_s: float) -> bool:
@@ -57,21 +60,28 @@ class DockerMembership:
     # The broker that answered last: asked first next time.
     _answered: str | None = None
 
-    def _call(self, *args: str) -> dict[str, Any]:
+    def _call(self, *args: str, within_s: float | None = None) -> dict[str, Any]:
         """The admin tool through one broker at a time, the one that answered last
         first. A broker cut off from the active controller forwards nothing, and an
         admin client given all of them picks one itself: under a partition the
         answer was a matter of that pick (a quorum read through the cut-off broker
-        timed out, through another it came in 0.5 s). Raises with every broker's
-        error if none answers."""
+        timed out, through another it came in 0.5 s). With `within_s`, no broker is
+        asked once that has passed (each is given at least MIN_CALL_S): a wait
+        bounded by a fault's settle time stays bounded by it when none answers.
+        Raises with every broker's error if none answers."""
         servers = self.bootstrap().split(",")
         if self._answered in servers:
             servers.remove(self._answered)
             servers.insert(0, self._answered)
+        deadline = None if within_s is None else time.monotonic() + within_s
         errors: list[str] = []
         for server in servers:
+            left = 60.0 if deadline is None else deadline - time.monotonic()
+            if errors and left <= 0:
+                errors.append(f"not asked through {server} or later: out of time")
+                break
             try:
-                got = self.tool().call(server, *args)
+                got = self.tool().call(server, *args, timeout_s=min(60.0, max(left, MIN_CALL_S)))
             except RuntimeError as e:
                 errors.append(f"through {server}: {e}")
                 continue
@@ -79,8 +89,8 @@ class DockerMembership:
             return got
         raise RuntimeError("; ".join(errors))
 
-    def quorum(self) -> Quorum:
-        got = self._call("quorum")
+    def quorum(self, within_s: float | None = None) -> Quorum:
+        got = self._call("quorum", within_s=within_s)
         leader = int(got["leader"])
         hw = got.get("hw")
         return Quorum(
@@ -123,9 +133,13 @@ class DockerMembership:
         directory = self.directory_id(node)
         endpoint = ("CONTROLLER", "127.0.0.1", str(CONTROLLER_PROXY_BASE + node))
         last = "not asked"
+
+        def left() -> float:
+            return timeout_s - (time.monotonic() - t0)
+
         while True:
             try:
-                q = self.quorum()
+                q = self.quorum(within_s=left())
                 if q.voters.get(node) == directory:
                     return {
                         "voter": node,
@@ -134,7 +148,7 @@ class DockerMembership:
                         "took_s": round(time.monotonic() - t0, 2),
                         **self._whole_log(timeout_s),
                     }
-                self._call("add-voter", str(node), directory, *endpoint)
+                self._call("add-voter", str(node), directory, *endpoint, within_s=left())
             except RuntimeError as e:
                 last = str(e)
             if time.monotonic() - t0 > timeout_s:

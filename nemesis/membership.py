@@ -29,11 +29,11 @@ class NotChanged(RuntimeError):
     the cluster showed."""
 
 
-def _quorum_or_none(m: MembershipControl) -> Quorum | None:
+def _quorum_or_none(m: MembershipControl, within_s: float) -> Quorum | None:
     """The quorum, or None while it cannot answer (a removed leader resigns, and the
     others elect a new one)."""
     try:
-        return m.quorum()
+        return m.quorum(within_s)
     except RuntimeError:
         return None
 
@@ -85,9 +85,13 @@ class VoterChange:
             # before the change commits (seen on 4.4.0 with the new majority cut off).
             asked_error = str(e)
         seen: list[Quorum] = []
+        deadline = time.monotonic() + self.settle_s
 
         def gone() -> bool:
-            q = _quorum_or_none(m)
+            # Each look bounded by what is left of settle_s: a quorum that cannot
+            # answer (no leader inside a partition) cost up to 27 s a look, and the
+            # wait ran to 100 s of a 30 s settle.
+            q = _quorum_or_none(m, deadline - time.monotonic())
             if q is not None:
                 seen.append(q)
             return q is not None and node not in q.voters

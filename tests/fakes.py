@@ -326,7 +326,8 @@ class FakeCluster:
 
     # --- membership ---------------------------------------------------------------
 
-    def quorum(self) -> Quorum:
+    def quorum(self, within_s: float | None = None) -> Quorum:
+        self.calls.append(("quorum", within_s))
         leader = self.controller if self.controller in self.voters else None
         observers = {n: f"dir-{n}" for n in self.node_ids if n not in self.voters}
         return Quorum(leader, dict(self.voters), observers)

@@ -91,6 +91,47 @@ def test_a_removal_the_quorum_does_not_show_is_info_and_its_add_back_stays(tmp_p
     assert heal.type == "ok" and sorted(cluster.voters) == [1, 2, 3]
 
 
+def test_each_look_for_the_removal_is_bounded_by_what_is_left_of_settle_s(tmp_path) -> None:
+    """A quorum that cannot answer made each look cost up to three brokers' timeouts,
+    and the 30 s wait ran to 100 s: every look after the first reading of the voters
+    is given only what is left of settle_s."""
+    cluster = FakeCluster(sticky_voters=True)
+    nem, _ = _nemesis(tmp_path, cluster)
+    nem.apply(VoterChange(settle_s=0.3), pick=1)
+    looks = [w for name, w in cluster.calls if name == "quorum"]
+    assert looks[0] is None  # the voters before the change: no deadline yet
+    bounded = looks[1:]
+    assert len(bounded) >= 2 and all(w is not None and w <= 0.3 for w in bounded)
+    assert bounded == sorted(bounded, reverse=True)
+
+
+def test_a_membership_call_asks_no_broker_once_its_time_is_up(monkeypatch) -> None:
+    """Through one broker at a time, each given at least MIN_CALL_S; once `within_s`
+    has passed, the brokers not yet asked are not, and the error says so. Without it,
+    every broker is asked."""
+    from kafka_trial.cluster import membership as cm
+
+    now = [0.0]
+    monkeypatch.setattr(cm.time, "monotonic", lambda: now[0])
+    asked: list[tuple[str, float]] = []
+
+    class Tool:
+        def call(self, server: str, *args: str, timeout_s: float = 60) -> dict:
+            asked.append((server, timeout_s))
+            now[0] += 4.0  # a broker that times out, as a cut-off one does
+            raise RuntimeError("TimeoutException")
+
+    m = cm.DockerMembership(None, {}, None, None, lambda: "a:1,b:2,c:3", Tool)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="not asked through c:3 or later: out of time"):
+        m.quorum(within_s=6.0)
+    assert asked == [("a:1", 6.0), ("b:2", cm.MIN_CALL_S)]
+    asked.clear()
+    with pytest.raises(RuntimeError, match="through c:3: TimeoutException"):
+        m.quorum()
+    assert [s for s, _ in asked] == ["a:1", "b:2", "c:3"]
+    assert {t for _, t in asked} == {60.0}
+
+
 def test_a_removal_that_errs_once_asked_is_judged_by_the_quorum(tmp_path) -> None:
     """An error after the request (a timeout, the leader gone) says nothing of whether
     the change took: the quorum decides. Not shown: `info`, the heal outstanding. Its

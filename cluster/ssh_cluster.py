@@ -45,6 +45,10 @@ _TOOLS = {
 LOG_TAIL_BYTES = 32 * 1024 * 1024
 
 
+# The Kafka version whose client jars the admin tool is built against here.
+ADMIN_CLIENT_VERSION = "4"
+
+
 @dataclass
 class SshNodes:
     """The NodeProbe of observation, over SSH."""
@@ -238,11 +242,11 @@ class SshCluster(Reassigns):
     # --- reassignment (cluster/reassignment.py) --------------------------------------
 
     def _admin_tool(self) -> AdminTool:
-        # The tool is a client: built against `cluster.kafka_version`'s jars (the newest
-        # 4.x by default), whose Admin client speaks to brokers back to 2.1, whatever
-        # version the user's nodes run.
+        # The tool is a client: built against the newest 4.x jars, whose Admin client
+        # speaks to brokers back to 2.1, whatever version the user's nodes run (its
+        # source uses 3.9's voter API, so an older version's jars would not build it).
         if self._tool is None:
-            self._tool = AdminTool.for_version(self.spec.kafka_version)
+            self._tool = AdminTool.for_version(ADMIN_CLIENT_VERSION)
         return self._tool
 
     def delete_topics(self, names: Sequence[str], timeout_s: float = 30) -> None:

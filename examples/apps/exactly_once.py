@@ -13,6 +13,7 @@ Run: python examples/apps/exactly_once.py
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -22,8 +23,13 @@ from confluent_kafka import Consumer, KafkaException, Message, Producer
 TXN_TIMEOUT_S = 30  # each transactional call waits at most this long
 
 
+class Stopped(Exception):
+    """SIGTERM came while a transactional call kept failing with retriable errors."""
+
+
 def retrying(call: Callable[[float], None], what: str) -> None:
-    """A transactional call, repeated while its error says a retry may succeed."""
+    """A transactional call, repeated while its error says a retry may succeed, and
+    until SIGTERM."""
     while True:
         try:
             call(TXN_TIMEOUT_S)
@@ -31,6 +37,8 @@ def retrying(call: Callable[[float], None], what: str) -> None:
         except KafkaException as e:
             if not e.args[0].retriable():
                 raise
+            if stopping():
+                raise Stopped(what) from e
             log.warning("%s not done yet (%s); retrying", what, e)
 
 
@@ -61,6 +69,15 @@ def copy(c: Consumer, producer: Producer, out_topic: str, batch: list[Message]) 
         retrying(lambda t: producer.send_offsets_to_transaction(offsets, group, t), "send_offsets")
         retrying(producer.commit_transaction, "commit")
         return True
+    except Stopped as e:
+        # Left open, the transaction would hold every read_committed reader of the
+        # output back until transaction.timeout.ms aborts it: aborted now instead,
+        # if the coordinator answers. The batch is not committed either way, so the
+        # instance that takes the partition over copies it again.
+        log.warning("stopping with the transaction open (%s not done): aborting it", e)
+        with contextlib.suppress(KafkaException):
+            producer.abort_transaction(TXN_TIMEOUT_S)
+        return False
     except KafkaException as e:
         if not e.args[0].txn_requires_abort():
             raise  # fatal (fenced, say): the caller exits and a new instance takes over

@@ -55,13 +55,21 @@ class NemesisRunner:
         report and the fault count agree on what the run did not get."""
         late_s = round(time.monotonic() - self._t0, 1)
         for step in rest:
-            if step.action == "fault":
-                self.nemesis.not_run(
-                    step.package,
-                    {"pick": step.pick, "at_s": step.at_s},
-                    f"the fault phase ended ({late_s} s in) before this fault, due at "
-                    f"{step.at_s} s, was started: what ran before it took that long",
-                )
+            if step.action != "fault":
+                continue
+            # Overrun: its time had come, and what ran before it held the runner;
+            # otherwise the run was stopped early (an interrupt, a failed workload).
+            why = (
+                "what ran before it took that long"
+                if step.at_s <= late_s
+                else "the run was stopped before it was due"
+            )
+            self.nemesis.not_run(
+                step.package,
+                {"pick": step.pick, "at_s": step.at_s},
+                f"the fault phase ended ({late_s} s in) before this fault, due at "
+                f"{step.at_s} s, was started: {why}",
+            )
 
     def final_heal(self, topic: str, timeout_s: float) -> dict[str, Any]:
         """Undo every outstanding fault, heal every link and broker, wait for health."""

@@ -18,7 +18,7 @@ from kafka_trial.checkers.anomalies import ANOMALY_TYPES
 from kafka_trial.contracts.errors import TrialError
 from kafka_trial.contracts.schedule import Step, read_schedule
 from kafka_trial.harness.presets import PRESETS
-from kafka_trial.nemesis.catalog import PACKAGES
+from kafka_trial.nemesis.catalog import PACKAGES, ROLE_PACKAGES, ROLES, TOPOLOGIES
 
 from kafka_trial import __version__
 
@@ -70,6 +70,9 @@ def _overrides(a: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
     if a.nemesis is not None:
         faults = [x for x in a.nemesis.split(",") if x] if a.nemesis != "none" else []
         put("nemesis.faults", faults, "--nemesis")
+    for flag, path in (("targets", "nemesis.targets"), ("topologies", "nemesis.topologies")):
+        if getattr(a, flag, None) is not None:
+            put(path, [x for x in getattr(a, flag).split(",") if x], f"--{flag}")
     if a.allow is not None:
         put("check.allowed", [x for x in a.allow.split(",") if x], "--allow")
     for item in a.set or []:
@@ -551,6 +554,17 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--nemesis", help=f"comma-separated fault packages, or none: {', '.join(PACKAGES)}"
+    )
+    p.add_argument(
+        "--targets",
+        help="comma-separated roles the role-aimed packages pick their broker by, looked "
+        f"up when each fault starts (nemesis.targets): {', '.join(ROLES)}; the packages "
+        f"that aim by them: {', '.join(sorted(ROLE_PACKAGES))}",
+    )
+    p.add_argument(
+        "--topologies",
+        help=f"comma-separated shapes `partition` draws from (nemesis.topologies): "
+        f"{', '.join(TOPOLOGIES)}",
     )
     p.add_argument(
         "--allow",

@@ -192,6 +192,22 @@ def test_any_setting_is_a_flag_by_its_dotted_key(capsys: pytest.CaptureFixture[s
     assert "unknown key producer.lingr_ms (did you mean producer.linger_ms?)" in err
 
 
+def test_role_targets_and_topologies_are_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_trial.harness.cli import _overrides, main, parser
+
+    a = parser().parse_args(
+        ["run", "--nemesis", "kill,partition", "--targets", "controller,leader",
+         "--topologies", "isolate-controller,halves"]
+    )  # fmt: skip
+    s = load_spec(None, _overrides(a)[0])
+    assert s.nemesis.targets == ("controller", "leader")
+    assert s.nemesis.topologies == ("isolate-controller", "halves")
+    # An unknown role is refused before anything starts, in one line with the roles.
+    assert main(["run", "--targets", "contoller"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown target role contoller; choose from" in err[0], err
+
+
 def test_one_broker_setting_keeps_the_harness_defaults(tmp_path: Path) -> None:
     path = tmp_path / "run.yaml"
     path.write_text("cluster:\n  broker_config:\n    replica.lag.time.max.ms: 3000\n")

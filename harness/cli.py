@@ -552,6 +552,20 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
         metavar="N|unlimited",
         help="values per second offered by all producers (producer.target_rate)",
     )
+    _fault_flags(p)
+    p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
+    _app_flags(p)
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any setting by its dotted config key, e.g. --set producer.linger_ms=20 "
+        "--set nemesis.faults=[pause] (repeatable; values are YAML)",
+    )
+
+
+def _fault_flags(p: argparse.ArgumentParser) -> None:
+    """Which faults, aimed where, and which anomalies they may show."""
     p.add_argument(
         "--nemesis", help=f"comma-separated fault packages, or none: {', '.join(PACKAGES)}"
     )
@@ -569,15 +583,6 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow",
         help=f"comma-separated anomaly types that do not fail the run: {', '.join(ANOMALY_TYPES)}",
-    )
-    p.add_argument("--spark-master", help="local[*] (default) or spark://HOST:7077")
-    _app_flags(p)
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="any setting by its dotted config key, e.g. --set producer.linger_ms=20 "
-        "--set nemesis.faults=[pause] (repeatable; values are YAML)",
     )
 
 

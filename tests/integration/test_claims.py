@@ -283,6 +283,7 @@ ELSEWHERE = {
     "clock-txn",
     "clock-retention",
     "reassign",
+    "remove-broker",
     "packet",
     "fence-txn-id",
     "voter-change",

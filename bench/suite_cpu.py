@@ -57,8 +57,8 @@ def kind(cmdline: str, nice: int) -> str:
 
 def sample(
     cmd: list[str], out: Path | None, every_s: float = 2.0
-) -> tuple[float, dict[str, float]]:
-    """Run `cmd` and account the machine's CPU by kind until it ends."""
+) -> tuple[float, dict[str, float], int]:
+    """Run `cmd` and account the machine's CPU by kind until it ends; its exit code."""
     seen: dict[int, tuple[int, int]] = {}
     ticks: collections.Counter[str] = collections.Counter()
     t0 = time.monotonic()
@@ -88,7 +88,7 @@ def sample(
         if out is not None:
             out.write_text(json.dumps({"elapsed_s": time.monotonic() - t0, "cpu_s": result}))
         if child.poll() is not None:
-            return time.monotonic() - t0, result
+            return time.monotonic() - t0, result, child.returncode
         time.sleep(every_s)
 
 
@@ -100,14 +100,17 @@ def main() -> int:
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if not cmd:
         ap.error("give the command to run after --, e.g. -- bash .ci/run")
-    wall, cpu = sample(cmd, a.out)
+    wall, cpu, code = sample(cmd, a.out)
     total = sum(cpu.values())
     cores = total / wall
     print(f"\n{wall:.0f} s wall, {total:.0f} CPU-seconds seen ({cores:.2f} cores on average)")
     for k, v in cpu.items():
         if v >= 1:
             print(f"{v:9.1f}  {100 * v / total:5.1f}%  {k}")
-    return 0
+    # The command's own verdict: a wrapped test suite that failed must fail here too.
+    if code:
+        print(f"the command exited {code}")
+    return code
 
 
 if __name__ == "__main__":

@@ -88,7 +88,11 @@ def test_an_app_that_exits_at_once_is_refused_and_nothing_keeps_running(
     (run_dir,) = run_dirs(tmp_path / "runs")
     assert f"{tag} is broken" in (run_dir / "app" / "instance-0.err").read_text()
     exits = [o.value for o in read_history(run_dir / "history.jsonl").ops if o.f == "app-exit"]
-    assert exits and all(e["exit_code"] == 4 for e in exits), exits  # type: ignore[index]
+    # The first instance to exit ends the run; another may not have exited yet on its
+    # own, and then the harness ends it (by "harness"): what holds in every run is that
+    # one exited by itself with its code, and none ended any other way.
+    assert any(e["exit_code"] == 4 and e["by"] == "itself" for e in exits), exits  # type: ignore[index]
+    assert all(e["exit_code"] == 4 or e["by"] == "harness" for e in exits), exits  # type: ignore[index]
 
 
 def test_an_image_the_engine_does_not_hold_is_refused_before_the_cluster_starts(

@@ -1,7 +1,8 @@
-"""The queries the per-partition kernel replaced (spark_analysis/checks/
-partition_kernel.py), kept as a second opinion: tests/unit/test_partition_kernel.py
-holds the kernel to them, row for row, beside the plain-Python reference. They are
-the queries as they stood in package code, over the same shared frames."""
+"""The queries the kernels replaced (spark_analysis/checks/partition_kernel.py and
+value_kernel.py), kept as a second opinion: tests/unit/test_partition_kernel.py and
+test_value_kernel.py hold the kernels to them, row for row, beside the plain-Python
+reference. They are the queries as they stood in package code, over the same shared
+frames (facts/derived.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from kafka_trial.spark_analysis.checks.reads import rebalance_events
 from kafka_trial.spark_analysis.facts.derived import (
     acked_sends,
     committed_sends,
+    drain_frontier,
+    is_drain,
     never_written_values,
+    read_reach,
+    read_values,
     version_order,
     writes,
 )
@@ -336,3 +341,129 @@ def int_poll_skip(fr: AnalysisFrames) -> DataFrame:
     """Within one op, consecutive records of a partition jumped over an offset known
     to hold a record (acknowledged, or read by anyone)."""
     return _skips(fr, within_op=True)
+
+
+# --- the value-keyed checks (value_kernel.py) ----------------------------------------
+
+
+def drain_values(fr: AnalysisFrames) -> DataFrame:
+    """Values the drain read. Not cached: in most runs one check asks, once."""
+    return fr.reads.filter(is_drain()).select("value").distinct()
+
+
+def never_read_sends(fr: AnalysisFrames) -> DataFrame:
+    """Sends that must have committed whose value no ok read returned."""
+    return fr.shared(
+        "never_read", lambda: committed_sends(fr).join(read_values(fr), "value", "left_anti")
+    )
+
+
+@query("lost-write")
+def lost_write(fr: AnalysisFrames) -> DataFrame:
+    """A value that must have committed, never read, where the history proves someone
+    looked. `reason`: "read past" (a read returned an offset at or beyond the value's),
+    or, where the final drain read the partition to its end: "below the drain's end"
+    (the end lies beyond the value's offset, though no record at or above it came back,
+    as when only aborted records follow it), "truncated" (the end lies at or below the
+    offset: the log lost it) or "read to end" (no offset known, as with acks=0)."""
+
+    def build() -> DataFrame:
+        off, end = F.col("offset"), F.col("drain_end")
+        reason = (
+            F.when(off.isNotNull() & (F.col("max_read_offset") >= off), "read past")
+            .when(end.isNull(), None)
+            .when(off.isNull(), "read to end")
+            .when(off >= end, "truncated")
+            .otherwise("below the drain's end")
+        )
+        return (
+            never_read_sends(fr)
+            .join(fr.small(read_reach(fr).select(*TP, "max_read_offset")), TP, "left")
+            .join(fr.small(drain_frontier(fr).select(*TP, "drain_end")), TP, "left")
+            .withColumn("reason", reason)
+            .filter(F.col("reason").isNotNull())
+            .select("value", *TP, "offset", "process", "max_read_offset", "drain_end", "reason")
+        )
+
+    # Every candidate row of a lost value: the query in package code kept one per value
+    # (dropDuplicates, whichever came first), the kernel its first send by index.
+    return fr.shared("query_lost", build)
+
+
+@query("unseen")
+def unseen(fr: AnalysisFrames) -> DataFrame:
+    """Never read, and nothing proves it gone: late and lost look the same (the verdict
+    is unknown, never invalid, for these)."""
+    lost = lost_write(fr).select("value")
+    return (
+        never_read_sends(fr)
+        .join(lost, "value", "left_anti")
+        .select("value", "topic", "partition", "offset", "process")
+    )
+
+
+@query("duplicate")
+def duplicate(fr: AnalysisFrames) -> DataFrame:
+    return (
+        version_order(fr)
+        .filter(F.col("value").isNotNull())
+        .groupBy("value")
+        .agg(
+            F.count("*").alias("positions"),
+            F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
+        )
+        .filter(F.col("positions") > 1)
+    )
+
+
+@query("unexpected")
+def unexpected(fr: AnalysisFrames) -> DataFrame:
+    reads = fr.reads.select("value", *TP, "offset")
+    missing_value = reads.filter(F.col("value").isNull())
+    never_sent = reads.filter(F.col("value").isNotNull()).join(fr.attempted, "value", "left_anti")
+    return missing_value.unionByName(never_sent).dropDuplicates(["value", *TP, "offset"])
+
+
+@query("aborted-read")
+def aborted_read(fr: AnalysisFrames) -> DataFrame:
+    """Only a value none of whose sends could have committed: a value sent again (a
+    copier's re-copy, an application's resend) counts if any send was ok or info."""
+    failed = never_written_values(fr)
+    return fr.reads.join(failed, "value").select("value", *TP, "offset").distinct()
+
+
+@query("vanished-read")
+def vanished_read(fr: AnalysisFrames) -> DataFrame:
+    """A value some consumer read that the final drain did not read, although the drain
+    read past that offset or read the partition to its end (claim C13: consumers see
+    only records below the high watermark, which never disappear). An end marker at
+    or below the offset proves the offset gone (a truncated tail).
+
+    The drain reads read_committed, which hides a transaction that did not commit;
+    values sent only in transactions not proven committed (a read_uncommitted
+    consumer may have seen them, which aborted-read judges) are left out."""
+    uncommitted = (
+        writes(fr)
+        .filter(F.col("f") == "txn")
+        .groupBy("value")
+        .agg(F.max(F.col("must_commit").cast("int")).alias("c"))
+        .filter(F.col("c") == 0)
+        .select("value")
+    )
+    reach = drain_frontier(fr).select(*TP, "drain_max_offset", "drain_end")
+    passed = F.col("drain_end").isNotNull() | (F.col("offset") <= F.col("drain_max_offset"))
+    # With no reader but the drain (most runs) no read is left to judge: an empty
+    # relation, which Spark plans to nothing instead of joining every drain value.
+    reads = fr.reads if fr.reader_polls else fr.reads.limit(0)
+    return (
+        reads.filter(~is_drain() & F.col("value").isNotNull() & F.col("offset").isNotNull())
+        .join(fr.small(reach), TP)
+        .filter(passed)
+        .join(drain_values(fr), "value", "left_anti")
+        .join(uncommitted, "value", "left_anti")
+        .groupBy("value", *TP, "offset", "drain_max_offset", "drain_end")
+        .agg(
+            F.min("index").alias("first_read_index"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+        )
+    )

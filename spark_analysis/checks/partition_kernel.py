@@ -3,8 +3,9 @@ about one (topic, partition)'s version order, its sends' order or its readers'
 positions, computed at once from that partition's rows (numpy and pyarrow).
 
 This module runs in Spark's Python workers, where it is shipped by value
-(partition_pass.py registers it): it imports nothing of kafka_trial, so a worker of a
-standalone cluster needs only Spark's own Arrow dependencies. Each check emits the
+(partition_pass.py registers it): it imports nothing of kafka_trial but
+kernel_columns.py, shipped the same way, so a worker of a standalone cluster needs only
+Spark's own Arrow dependencies. Each check emits the
 rows the query it replaced emitted, as (type, key, detail): `detail` is the row as
 Spark's `to_json` writes it (columns in order, nulls left out), and `key` is what
 `checks/runner.py` counts distinct (the detail itself: no check here counts values).
@@ -18,7 +19,6 @@ of the whole history come in `Config`: few, and named by partition number only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +26,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from kafka_trial.spark_analysis.checks.kernel_columns import NULL, out_table, scalar
+from kafka_trial.spark_analysis.checks.kernel_columns import codes as _codes
+from kafka_trial.spark_analysis.checks.kernel_columns import longs as _longs
+from kafka_trial.spark_analysis.checks.kernel_columns import py as _py
+from kafka_trial.spark_analysis.checks.kernel_columns import to_json as _json
 
 KERNEL_CHECKS = (
     "inconsistent-offsets",
@@ -39,9 +44,6 @@ KERNEL_CHECKS = (
     "int-poll-skip",
 )
 READ_CHECKS = {"nonmonotonic-poll", "int-nonmonotonic-poll", "poll-skip", "int-poll-skip"}
-OUT_SCHEMA = "type string, key string, detail string"
-_OUT = pa.schema([("type", pa.string()), ("key", pa.string()), ("detail", pa.string())])
-NULL = np.iinfo(np.int64).min  # a null long, in the int64 arrays the kernel works on
 
 
 @dataclass(frozen=True)
@@ -63,24 +65,6 @@ class Config:
 
     def events_of(self, partition: int | None) -> list[tuple[str, int, bool]]:
         return self._by_part.get(partition, []) if partition is not None else []
-
-
-def _json(row: dict[str, Any]) -> str:
-    """A row as Spark's to_json writes a struct: compact, nulls left out."""
-    return json.dumps(
-        {k: v for k, v in row.items() if v is not None}, separators=(",", ":"), ensure_ascii=False
-    )
-
-
-def _longs(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(pc.fill_null(t[name], NULL).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _py(x: Any) -> Any:
-    """A numpy scalar as JSON writes it; the null sentinel as None."""
-    if isinstance(x, np.integer):
-        return None if x == NULL else int(x)
-    return x
 
 
 class Part:
@@ -146,12 +130,6 @@ def _lagged(order: list[np.ndarray], group: np.ndarray) -> tuple[np.ndarray, np.
     g = group[idx]
     same = np.r_[False, g[1:] == g[:-1]] if len(g) else np.empty(0, bool)
     return idx, same
-
-
-def _codes(col: pa.ChunkedArray) -> np.ndarray:
-    """Strings as integers, equal for equal strings (null its own code)."""
-    enc = pc.fill_null(col, "\x00null").dictionary_encode().combine_chunks()
-    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def offsets_backwards(p: Part, who: str) -> Iterator[dict]:
@@ -417,7 +395,7 @@ def poll_skips(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
 
 def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
     """Every check of `cfg.checks` for one (topic, partition): its anomaly rows."""
-    p = Part(_scalar(key[0]), _scalar(key[1]), t)
+    p = Part(scalar(key[0]), scalar(key[1]), t)
     want = set(cfg.checks)
     out: list[tuple[str, str]] = []
     vo = version_order(p)
@@ -438,17 +416,4 @@ def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
         if name in want and (name, d := _json(row)) not in seen:
             seen.add((name, d))
             out.append((name, d))
-    types = [n for n, _ in out]
-    details = [d for _, d in out]
-    return pa.Table.from_arrays(
-        [
-            pa.array(types, pa.string()),
-            pa.array(details, pa.string()),
-            pa.array(details, pa.string()),
-        ],
-        schema=_OUT,
-    )
-
-
-def _scalar(x: Any) -> Any:
-    return x.as_py() if isinstance(x, pa.Scalar) else x
+    return out_table([(n, d, d) for n, d in out])

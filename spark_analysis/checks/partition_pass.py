@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from kafka_trial.spark_analysis.checks import partition_kernel
+from kafka_trial.spark_analysis.checks import kernel_columns, partition_kernel
+from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
 from kafka_trial.spark_analysis.checks.partition_kernel import (
-    OUT_SCHEMA,
     READ_CHECKS,
     Config,
     kernel,
@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 # Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
+cloudpickle.register_pickle_by_value(kernel_columns)
 cloudpickle.register_pickle_by_value(partition_kernel)
 
 _LONGS = ("partition", "value", "offset", "index", "pos", "client", "seq", "mpos", "rpos")

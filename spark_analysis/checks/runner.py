@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
@@ -20,6 +20,8 @@ from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 from kafka_trial.spark_analysis.checks import app, fenced, groups, reads, writes  # noqa: F401
 from kafka_trial.spark_analysis.checks.partition_kernel import KERNEL_CHECKS
 from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
+from kafka_trial.spark_analysis.checks.value_kernel import VALUE_CHECKS
+from kafka_trial.spark_analysis.checks.value_pass import value_frame
 from kafka_trial.spark_analysis.cycles import edges  # noqa: F401
 from kafka_trial.spark_analysis.facts.shared_frames import REGISTERED, AnalysisFrames, Check
 from kafka_trial.spark_analysis.read.history_frames import Frames
@@ -28,16 +30,31 @@ from pyspark.sql import functions as F
 
 EXAMPLES = 10  # witnesses per anomaly in results.json (the report shows them all)
 
-_OWNED = set(REGISTERED) | set(KERNEL_CHECKS)
-if set(ANOMALY_TYPES) != _OWNED or set(REGISTERED) & set(KERNEL_CHECKS):
+# Each kernel's checks, and the pass that gives their (type, key, detail) rows.
+KERNELS: dict[tuple[str, ...], Callable[[AnalysisFrames, tuple[str, ...]], DataFrame]] = {
+    KERNEL_CHECKS: kernel_frame,
+    VALUE_CHECKS: value_frame,
+}
+_IN_KERNELS = [n for names in KERNELS for n in names]
+_OWNED = set(REGISTERED) | set(_IN_KERNELS)
+if set(ANOMALY_TYPES) != _OWNED or len(_OWNED) != len(REGISTERED) + len(_IN_KERNELS):
     missing, extra = set(ANOMALY_TYPES) - _OWNED, _OWNED - set(ANOMALY_TYPES)
-    both = set(REGISTERED) & set(KERNEL_CHECKS)
-    raise ImportError(f"checks and the anomaly registry disagree: {missing=} {extra=} {both=}")
-# Name -> (check, unit), in the registry's order; a check of the per-partition kernel
-# (partition_kernel.py) has None, its rows come from the one kernel pass.
+    raise ImportError(f"checks and the anomaly registry disagree: {missing=} {extra=}")
+# Name -> (check, unit), in the registry's order; a kernel's check has None, its rows
+# come from its kernel's one pass.
 CHECKS: dict[str, tuple[Check | None, str]] = {
     name: (REGISTERED.get(name), ANOMALIES[name].unit) for name in ANOMALY_TYPES
 }
+
+
+def _kernel_frames(fr: AnalysisFrames, names: Iterable[str]) -> list[DataFrame]:
+    """One frame per kernel that any of `names` is in, of those checks' rows."""
+    names = set(names)
+    return [
+        frame(fr, tuple(n for n in checks if n in names))
+        for checks, frame in KERNELS.items()
+        if names & set(checks)
+    ]
 
 
 def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
@@ -53,11 +70,10 @@ def _tagged(name: str, df: DataFrame, unit: str) -> DataFrame:
 
 def tagged_checks(fr: AnalysisFrames, names: Iterable[str]) -> list[DataFrame]:
     """The named checks' rows as (type, key, detail), as `run_checks` counts them: one
-    frame per query check, one for all the kernel's."""
+    frame per query check, one per kernel for all of its."""
     names = list(names)
     out = [_tagged(n, check(fr), unit) for n in names for check, unit in [CHECKS[n]] if check]
-    in_kernel = tuple(n for n in names if CHECKS[n][0] is None)
-    return [*out, kernel_frame(fr, in_kernel)] if in_kernel else out
+    return [*out, *_kernel_frames(fr, [n for n in names if CHECKS[n][0] is None])]
 
 
 def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -86,11 +102,14 @@ def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dic
             tagged.append(_tagged(name, check(fr), unit))
         except Exception as e:  # a check that cannot even be planned is unknown
             out[name] = _crashed(unit, e)
-    if in_kernel:
+    for checks, frame in KERNELS.items():
+        mine = tuple(n for n in in_kernel if n in checks)
+        if not mine:
+            continue
         try:
-            tagged.append(kernel_frame(fr, tuple(in_kernel)))
+            tagged.append(frame(fr, mine))
         except Exception as e:
-            out |= {n: _crashed(CHECKS[n][1], e) for n in in_kernel}
+            out |= {n: _crashed(CHECKS[n][1], e) for n in mine}
     if not tagged:
         return out
     try:
@@ -119,7 +138,7 @@ def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dic
             if out[name].get("count") is None:
                 continue
             try:
-                df = _tagged(name, check(fr), unit) if check else kernel_frame(fr, (name,))
+                df = _tagged(name, check(fr), unit) if check else _kernel_frames(fr, [name])[0]
                 out[name]["count"] = df.select("key").distinct().count()
                 rows = df.orderBy("key").limit(EXAMPLES).collect()
                 out[name]["examples"] = [json.loads(r["detail"]) for r in rows]

@@ -28,7 +28,7 @@ from typing import Any
 from kafka_trial.checkers import verdict
 from kafka_trial.checkers.anomalies import ABSENCE
 from kafka_trial.spark_analysis.checks.app import app_offsets, missing_inputs
-from kafka_trial.spark_analysis.checks.writes import unseen
+from kafka_trial.spark_analysis.checks.value_pass import value_frame
 from kafka_trial.spark_analysis.facts.derived import drain_frontier
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import Frames
@@ -208,8 +208,11 @@ def drain_shortfall(fr: Frames) -> str:
     plan = AnalysisFrames(fr)
     try:
         reach = drain_frontier(plan)
+        unseen = value_frame(plan, ("unseen",)).select(
+            F.from_json("detail", "topic string, partition long").alias("at")
+        )
         rows = (
-            unseen(plan)
+            unseen.select("at.*")
             .groupBy(*TP)
             .agg(F.count("*").alias("values"))
             .join(reach, TP, "left")

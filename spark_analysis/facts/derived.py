@@ -2,8 +2,11 @@
 Jepsen's `analysis` derives writes-by-type, reads-by-type, must-have-committed?,
 version-orders).
 
-Every check is a query over these frames, so no two checks can disagree about what
-"committed", "how far the drain read" or "where a record sits" means. The plain-Python
+Every check starts from these frames: the query checks, and the kernels' passes
+(checks/partition_pass.py, checks/value_pass.py), whose inputs are built from
+`writes` and whose per-partition facts are `read_reach` and `drain_frontier`. So no
+two checks can disagree about what "committed", "how far the drain read" or "where a
+record sits" means. The plain-Python
 reference (tests/reference_checker.py) derives the same facts on its own, and the
 differential test holds the two together.
 
@@ -33,14 +36,9 @@ def is_drain() -> Column:
     return F.col("role").eqNullSafe("drain")
 
 
-def drain_values(fr: AnalysisFrames) -> DataFrame:
-    """Values the drain read. Not cached: in most runs one check asks, once."""
-    return fr.reads.filter(is_drain()).select("value").distinct()
-
-
 def read_values(fr: AnalysisFrames) -> DataFrame:
-    """Values some ok read returned: what counts as read. Not cached: only the
-    never-read sends (cached) are built from it."""
+    """Values some ok read returned: what counts as read. Not cached: only torn-txn
+    asks, in a history with transactions."""
     return fr.reads.select("value").distinct()
 
 
@@ -116,13 +114,6 @@ def read_reach(fr: AnalysisFrames) -> DataFrame:
         )
 
     return fr.shared("read_reach", build)
-
-
-def never_read_sends(fr: AnalysisFrames) -> DataFrame:
-    """Sends that must have committed whose value no ok read returned."""
-    return fr.shared(
-        "never_read", lambda: committed_sends(fr).join(read_values(fr), "value", "left_anti")
-    )
 
 
 def version_order(fr: AnalysisFrames) -> DataFrame:

@@ -1,0 +1,317 @@
+"""The value-keyed checks as one vectorised function: every check whose question is
+about one value's life (was it read, where does it sit, who may have written it),
+computed at once from a bucket of values with all their rows (numpy and pyarrow).
+
+As partition_kernel.py, this runs in Spark's Python workers, shipped by value
+(value_pass.py registers it), and imports nothing of kafka_trial but
+kernel_columns.py. Each check emits the rows the query it replaced emitted
+(tests/query_checks.py keeps those queries), as (type, key, detail): `detail` as
+Spark's `to_json` writes the row, `key` the value (what `checks/runner.py` counts
+distinct for a check whose unit is values), or the detail where the value is null.
+
+Input rows (`kind`): a send (SEND) with `must_commit`, `written` (its outcome is not
+fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) with
+`ok` (a read: an ok op's) and `drain` (the final drain's); a value some send invoked
+(ATTEMPTED). A bucket holds every row of each of its values, so any set of values
+asked of it (read, attempted, written, drained) is whole. What is per partition comes
+in `Config`: how far reads and the final drain reached in each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from kafka_trial.spark_analysis.checks.kernel_columns import (
+    NULL,
+    codes,
+    flags,
+    longs,
+    out_table,
+    py,
+    to_json,
+)
+
+VALUE_CHECKS = (
+    "lost-write",
+    "unseen",
+    "duplicate",
+    "unexpected",
+    "aborted-read",
+    "vanished-read",
+)
+SEND, POLLED, ATTEMPTED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Config:
+    """What every bucket needs from the whole history. `reach`: per (topic, partition)
+    some read or the final drain reached, (topic, partition, max_read_offset: the
+    highest offset any read returned, drain_max_offset: the drain's, drain_end: where
+    the drain read it to its end), facts/derived.py's read_reach and drain_frontier.
+    `reader_polls` and `failed_sends`: the history's flags (history_frames.Frames),
+    without which vanished-read and aborted-read cannot find anything."""
+
+    reach: tuple[tuple[str, int, int | None, int | None, int | None], ...] = ()
+    reader_polls: bool = True
+    failed_sends: bool = True
+    _by_tp: dict[tuple[str, int], tuple[int, int, int]] = field(
+        init=False, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        by_tp = {
+            (t, p): tuple(NULL if x is None else x for x in (mx, dmx, end))
+            for t, p, mx, dmx, end in self.reach
+        }
+        object.__setattr__(self, "_by_tp", by_tp)
+
+    def of(self, topic: Any, partition: Any) -> tuple[int, int, int] | None:
+        """(max_read_offset, drain_max_offset, drain_end), NULL for unknown, or None
+        where no read of the partition is recorded."""
+        return self._by_tp.get((topic, partition))
+
+
+class Bucket:
+    """One bucket's rows as columns, and the value sets every check asks of them."""
+
+    def __init__(self, t: pa.Table, cfg: Config) -> None:
+        self.t, self.cfg = t, cfg
+        kind = longs(t, "kind")
+        self.val, self.off = longs(t, "value"), longs(t, "offset")
+        self.part, self.index = longs(t, "partition"), longs(t, "index")
+        self.send, self.polled = kind == SEND, kind == POLLED
+        self.attempted = kind == ATTEMPTED
+        self.must = flags(t, "must_commit") & self.send
+        self.read = flags(t, "ok") & self.polled  # history_frames' reads
+        self.drained = flags(t, "drain") & self.read
+        self.tcode = codes(t["topic"])
+        self._topics: list[Any] | None = None
+        # One sort by value, for every "is the value of this row ever ..." question
+        # (`of_value`): a set lookup per question cost most of the kernel's time.
+        self._order = np.argsort(self.val, kind="stable")
+        sv = self.val[self._order]
+        new = np.r_[True, sv[1:] != sv[:-1]] if len(sv) else np.empty(0, bool)
+        self._starts = np.flatnonzero(new)
+        self._group = np.empty(len(sv), np.int64)
+        self._group[self._order] = np.cumsum(new) - 1
+        self.was_read = self.of_value(self.read)
+
+    def of_value(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: whether any row of its value is one of `rows`; never for a null
+        value (a join on it matches nothing)."""
+        if not len(rows):
+            return rows
+        hit = np.maximum.reduceat((rows & (self.val != NULL))[self._order], self._starts)
+        return hit[self._group]
+
+    def topic(self, i: int) -> Any:
+        if self._topics is None:
+            self._topics = self.t["topic"].to_pylist()
+        return self._topics[i]
+
+    def process(self, rows: np.ndarray) -> list[Any]:
+        return self.t["process"].take(pa.array(rows, pa.int64())).to_pylist()
+
+    def tp(self, i: int) -> dict[str, Any]:
+        return {"topic": self.topic(i), "partition": py(self.part[i])}
+
+    def record(self, i: int) -> tuple[int, int, int, int]:
+        return int(self.val[i]), int(self.tcode[i]), int(self.part[i]), int(self.off[i])
+
+    def distinct(self, rows: np.ndarray) -> np.ndarray:
+        """The first of each set of `rows` equal in (value, topic, partition, offset)."""
+        if not len(rows):
+            return rows
+        keys = [self.val[rows], self.tcode[rows], self.part[rows], self.off[rows]]
+        order = np.lexsort(keys[::-1])
+        s = [k[order] for k in keys]
+        new = np.ones(len(order), bool)
+        new[1:] = np.any([k[1:] != k[:-1] for k in s], axis=0)
+        return rows[order[new]]
+
+    def reach_of(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For `rows`: max_read_offset, drain_max_offset, drain_end (NULL where not
+        known), and whether `Config.reach` has the row's partition at all."""
+        n = len(rows)
+        mx, dmx, end = (np.full(n, NULL, np.int64) for _ in range(3))
+        known = np.zeros(n, bool)
+        if not n:
+            return mx, dmx, end, known
+        keys = np.stack([self.tcode[rows], self.part[rows]])
+        uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for g in range(uniq.shape[1]):
+            at = np.flatnonzero(inverse == g)
+            first = int(rows[at[0]])
+            r = self.cfg.of(self.topic(first), py(self.part[first]))
+            if r is not None:
+                mx[at], dmx[at], end[at] = r
+                known[at] = True
+        return mx, dmx, end, known
+
+
+# --- what must have committed and was never read ---------------------------------------
+
+
+def _reason(off: int, mx: int, end: int) -> str | None:
+    """lost-write's proof (checks/writes.py's reasons), or None: unseen."""
+    if off != NULL and mx != NULL and mx >= off:
+        return "read past"
+    if end == NULL:
+        return None
+    if off == NULL:
+        return "read to end"
+    return "truncated" if off >= end else "below the drain's end"
+
+
+def never_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """lost-write (one row per value: its first send by index that has a proof) and
+    unseen (every never-read send of a value with no proof): sends that must have
+    committed whose value no read returned."""
+    rows = np.flatnonzero(b.must & ~b.was_read)
+    if not len(rows):
+        return
+    rows = rows[np.lexsort([b.index[rows], b.val[rows]])]
+    mx, _, end, _ = b.reach_of(rows)
+    procs = b.process(rows)
+    reasons = [_reason(b.off[r], mx[k], end[k]) for k, r in enumerate(rows.tolist())]
+    lost: set[int] = set()
+    for k, r in enumerate(rows.tolist()):
+        v = int(b.val[r])
+        if reasons[k] is None or v in lost:
+            continue
+        # A null value is one value to dropDuplicates: its first send stands for all.
+        lost.add(v)
+        row = {
+            "value": py(b.val[r]),
+            **b.tp(r),
+            "offset": py(b.off[r]),
+            "process": procs[k],
+            "max_read_offset": py(mx[k]),
+            "drain_end": py(end[k]),
+            "reason": reasons[k],
+        }
+        yield _keyed("lost-write", row)
+    for k, r in enumerate(rows.tolist()):
+        v = int(b.val[r])
+        if v in lost and v != NULL:  # a null value is never joined away
+            continue
+        row = {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r]), "process": procs[k]}
+        yield _keyed("unseen", row)
+
+
+def _keyed(name: str, row: dict[str, Any]) -> tuple[str, str, str]:
+    """(type, key, detail): the key is the value, or the detail where it is null."""
+    detail = to_json(row)
+    value = row.get("value")
+    return name, detail if value is None else str(value), detail
+
+
+# --- where values sit -----------------------------------------------------------------
+
+
+def duplicate(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """A value the version order (every polled record, every send that must have
+    committed at a known offset) holds at two or more positions."""
+    placed = b.must & (b.off != NULL) & (b.part != NULL)
+    rows = b.distinct(np.flatnonzero((b.polled | placed) & (b.val != NULL)))
+    if not len(rows):
+        return
+    vals, counts = np.unique(b.val[rows], return_counts=True)
+    for v in vals[counts > 1].tolist():
+        at = [(b.topic(r), py(b.part[r]), py(b.off[r])) for r in rows[b.val[rows] == v].tolist()]
+        at.sort(key=_nulls_first)
+        positions = [{"topic": t, "partition": p, "offset": o} for t, p, o in at]
+        # to_json leaves a struct's null fields out inside an array too.
+        positions = [{k: x for k, x in pos.items() if x is not None} for pos in positions]
+        yield _keyed("duplicate", {"value": v, "positions": len(at), "at": positions})
+
+
+def _nulls_first(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """sort_array's order of structs: field by field, a null before any value."""
+    return tuple(x for f in key for x in (f is not None, f if f is not None else 0))
+
+
+def _record_rows(b: Bucket, name: str, rows: np.ndarray) -> Iterator[tuple[str, str, str]]:
+    """One (value, topic, partition, offset) row per distinct record of `rows`."""
+    for r in b.distinct(rows).tolist():
+        yield _keyed(name, {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r])})
+
+
+def unexpected(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """A read whose value did not decode, or that no send ever attempted."""
+    odd = b.read & ((b.val == NULL) | ~b.of_value(b.attempted))
+    return _record_rows(b, "unexpected", np.flatnonzero(odd))
+
+
+def aborted_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """A read of a value none of whose sends could have committed (every one failed)."""
+    if not cfg.failed_sends:
+        return iter(())
+    never = b.of_value(b.send) & ~b.of_value(b.send & flags(b.t, "written"))
+    return _record_rows(b, "aborted-read", np.flatnonzero(b.read & never))
+
+
+def vanished_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """A value some consumer read that the final drain did not, although the drain read
+    past that offset or to the partition's end; values sent only in transactions not
+    proven committed are left out (checks/writes.py's query said why)."""
+    if not cfg.reader_polls:
+        return
+    txn = b.send & flags(b.t, "txn")
+    uncommitted = b.of_value(txn) & ~b.of_value(txn & b.must)
+    cand = np.flatnonzero(
+        b.read
+        & ~flags(b.t, "drain")
+        & (b.val != NULL)
+        & (b.off != NULL)
+        & ~b.of_value(b.drained)
+        & ~uncommitted
+    )
+    _, dmx, end, known = b.reach_of(cand)
+    passed = known & ((end != NULL) | ((dmx != NULL) & (b.off[cand] <= dmx)))
+    cand, dmx, end = cand[passed], dmx[passed], end[passed]
+    procs = b.process(cand)
+    # Grouped by record; the drain's reach is the partition's, one per record.
+    groups: dict[tuple[int, ...], tuple[int, int, int, int, set[Any]]] = {}
+    for k, r in enumerate(cand.tolist()):
+        rec = b.record(r)
+        first, lo, d, e, who = groups.get(rec, (r, int(b.index[r]), dmx[k], end[k], set()))
+        who.add(procs[k])
+        groups[rec] = (first, min(lo, int(b.index[r])), d, e, who)
+    for first, lo, d, e, who in groups.values():
+        row = {
+            "value": py(b.val[first]),
+            **b.tp(first),
+            "offset": py(b.off[first]),
+            "drain_max_offset": py(d),
+            "drain_end": py(e),
+            "first_read_index": py(np.int64(lo)),
+            "processes": sorted(p for p in who if p is not None),
+        }
+        yield _keyed("vanished-read", row)
+
+
+# --- the kernel -----------------------------------------------------------------------
+
+
+def kernel(cfg: Config, checks: tuple[str, ...], t: pa.Table) -> pa.Table:
+    """Every check of `checks` for one bucket of values: its anomaly rows."""
+    b = Bucket(t, cfg)
+    want = set(checks)
+    out: list[tuple[str, str, str]] = []
+    if want & {"lost-write", "unseen"}:
+        out += [r for r in never_read(b) if r[0] in want]
+    if "duplicate" in want:
+        out += duplicate(b)
+    if "unexpected" in want:
+        out += unexpected(b)
+    if "aborted-read" in want:
+        out += aborted_read(b, cfg)
+    if "vanished-read" in want:
+        out += vanished_read(b, cfg)
+    return out_table(out)

@@ -1,0 +1,115 @@
+"""The one pass behind the value-keyed checks: every send, polled record and attempted
+value shuffled once into buckets of values (a hash of the value), and
+value_kernel.py's function applied to each bucket as Arrow (`applyInArrow`). What is
+per partition comes in beforehand: how far reads and the final drain reached in each,
+a row per partition collected to the driver and shipped with the function.
+
+The pass's rows are kept for the analysis (`value_rows`): torn-txn asks which values
+are lost, and the drain's shortfall which are unseen, of the same rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from kafka_trial.spark_analysis.checks import kernel_columns, value_kernel
+from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
+from kafka_trial.spark_analysis.checks.value_kernel import (
+    ATTEMPTED,
+    POLLED,
+    SEND,
+    VALUE_CHECKS,
+    Config,
+    kernel,
+)
+from kafka_trial.spark_analysis.facts.derived import read_reach, writes
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
+from pyspark import cloudpickle
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+# Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
+cloudpickle.register_pickle_by_value(kernel_columns)
+cloudpickle.register_pickle_by_value(value_kernel)
+
+# About this many history lines per bucket: a bucket is one Arrow table in a Python
+# worker (a default run's 400k lines make about 1.7M rows, some 100 MB as Arrow), so a
+# 50M-line history is judged a bounded bucket at a time.
+LINES_PER_BUCKET = 500_000
+_LONGS = ("kind", "partition", "value", "offset", "index")
+
+
+def value_input(fr: AnalysisFrames) -> DataFrame:
+    """The kernel's rows (value_kernel.py's `kind`s): flags, not the strings they are
+    decided by."""
+    must = F.coalesce(F.col("must_commit"), F.lit(False))
+    sends = writes(fr).select(
+        F.lit(SEND).alias("kind"),
+        "value",
+        *TP,
+        "offset",
+        "index",
+        "process",
+        must.alias("must_commit"),
+        F.coalesce(F.col("outcome") != "fail", F.lit(False)).alias("written"),
+        F.coalesce(F.col("f") == "txn", F.lit(False)).alias("txn"),
+    )
+    polled = fr.polled.select(
+        F.lit(POLLED).alias("kind"),
+        "value",
+        *TP,
+        "offset",
+        "index",
+        "process",
+        (F.col("type") == "ok").alias("ok"),
+        F.col("role").eqNullSafe("drain").alias("drain"),
+    )
+    attempted = fr.attempted.select(F.lit(ATTEMPTED).alias("kind"), "value")
+    rows = sends.unionByName(polled, allowMissingColumns=True).unionByName(
+        attempted, allowMissingColumns=True
+    )
+    return rows.select(*[F.col(c).cast("long") if c in _LONGS else F.col(c) for c in rows.columns])
+
+
+def reach(fr: AnalysisFrames) -> tuple[tuple[Any, ...], ...]:
+    """Per partition some read or the final drain reached: (topic, partition,
+    max_read_offset, drain_max_offset, drain_end), as value_kernel.Config takes it."""
+    ends = fr.drain_ends.withColumnRenamed("end_offset", "drain_end")
+    rows = read_reach(fr).join(ends, TP, "full").collect()
+    return tuple(
+        (
+            r["topic"],
+            r["partition"],
+            r["max_read_offset"],
+            r["drain_max_offset"],
+            r["drain_end"],
+        )
+        for r in rows
+        if r["topic"] is not None and r["partition"] is not None
+    )
+
+
+def value_rows(fr: AnalysisFrames) -> DataFrame:
+    """(type, key, detail) rows of every value-keyed check, built once per analysis."""
+
+    def build() -> DataFrame:
+        cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends)
+
+        def per_bucket(_: tuple[Any, ...], t: pa.Table) -> pa.Table:
+            return kernel(cfg, VALUE_CHECKS, t)
+
+        buckets = max(1, -(-fr.lines // LINES_PER_BUCKET))
+        bucket = F.pmod(F.xxhash64("value"), F.lit(buckets)).alias("bucket")
+        return value_input(fr).groupBy(bucket).applyInArrow(per_bucket, OUT_SCHEMA)
+
+    return fr.shared("value_rows", build)
+
+
+def value_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
+    """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
+    return value_rows(fr).filter(F.col("type").isin(*checks))
+
+
+def values_of(fr: AnalysisFrames, check: str) -> DataFrame:
+    """value: the values `check` found (lost-write's lost, unseen's unseen)."""
+    return value_frame(fr, (check,)).select(F.col("key").cast("long").alias("value"))

@@ -759,12 +759,13 @@ FLOORS = {
     "parse": "floor (fresh process: session + one parse, no check)",
     "read": "read floor (fresh process: session + a count of the lines, no parse)",
 }
-# Issue 29's goals, by history: the yardstick ("bare": a bare session; "floor": Spark's
+# Issue 44's goals, by history: the yardstick ("bare": a bare session; "floor": Spark's
 # floor for the same file, session plus one JSON parse; "duckdb") and the ratio.
+# (Issue 29 held 2M to 1.5x its floor; the floor stays printed beside every row.)
 GOALS = {
     "default": ("bare", 3.0),
     "100k": ("floor", 1.5),
-    "2M": ("floor", 1.5),
+    "2M": ("duckdb", 3.0),
     "10M": ("duckdb", 3.0),
     "50M": ("duckdb", 4.0),
 }

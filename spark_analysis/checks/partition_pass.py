@@ -20,7 +20,7 @@ from kafka_trial.spark_analysis.checks.reads import rebalance_events
 from kafka_trial.spark_analysis.facts.derived import never_written_values, writes
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 # Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
@@ -30,31 +30,34 @@ cloudpickle.register_pickle_by_value(partition_kernel)
 _LONGS = ("partition", "value", "offset", "index", "pos", "client", "seq", "mpos", "rpos")
 
 
+def record_rows(df: DataFrame, tag: Column, *flags: Column | str) -> DataFrame:
+    """The columns every kernel's input row has (where a record sits and which op it
+    is of), after `tag` (what kind of row it is) and before the kernel's own `flags`."""
+    return df.select(tag, *TP, "value", "offset", "index", "process", *flags)
+
+
+def with_longs(rows: DataFrame, longs: tuple[str, ...]) -> DataFrame:
+    """One integer type for every number: the kernels fill nulls with int64's minimum."""
+    return rows.select(*[F.col(c).cast("long") if c in longs else F.col(c) for c in rows.columns])
+
+
 def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
     """The kernel's rows: every send with must_commit and acked, every polled record
     with judged, ok and, for the skips (`skips`), never_written (partition_kernel.py);
     the strings they are decided by stay here."""
     must = F.coalesce(F.col("must_commit"), F.lit(False))
-    sends = writes(fr).select(
+    sends = record_rows(
+        writes(fr),
         F.lit(True).alias("is_send"),
-        *TP,
-        "value",
-        "offset",
-        "index",
-        "process",
         "pos",
         "client",
         "seq",
         must.alias("must_commit"),
         (must & (F.col("outcome") == "ok")).alias("acked"),
     )
-    polled = fr.polled.select(
+    polled = record_rows(
+        fr.polled,
         F.lit(False).alias("is_send"),
-        *TP,
-        "value",
-        "offset",
-        "index",
-        "process",
         "mpos",
         "rpos",
         ((F.col("type") == "ok") & (F.col("f") == "poll")).alias("judged"),
@@ -64,9 +67,7 @@ def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
         # Value-keyed, so it spans partitions: decided here, shipped as a flag.
         failed = never_written_values(fr).withColumn("never_written", F.lit(True))
         polled = polled.join(fr.small(failed), "value", "left")
-    rows = sends.unionByName(polled, allowMissingColumns=True)
-    # One integer type for every number: the kernel fills nulls with int64's minimum.
-    return rows.select(*[F.col(c).cast("long") if c in _LONGS else F.col(c) for c in rows.columns])
+    return with_longs(sends.unionByName(polled, allowMissingColumns=True), _LONGS)
 
 
 def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:

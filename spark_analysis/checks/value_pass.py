@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, value_kernel
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
+from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
 from kafka_trial.spark_analysis.checks.value_kernel import (
     ATTEMPTED,
     POLLED,
@@ -43,32 +44,22 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
     """The kernel's rows (value_kernel.py's `kind`s): flags, not the strings they are
     decided by."""
     must = F.coalesce(F.col("must_commit"), F.lit(False))
-    sends = writes(fr).select(
+    sends = record_rows(
+        writes(fr),
         F.lit(SEND).alias("kind"),
-        "value",
-        *TP,
-        "offset",
-        "index",
-        "process",
         must.alias("must_commit"),
         F.coalesce(F.col("outcome") != "fail", F.lit(False)).alias("written"),
         F.coalesce(F.col("f") == "txn", F.lit(False)).alias("txn"),
     )
-    polled = fr.polled.select(
+    polled = record_rows(
+        fr.polled,
         F.lit(POLLED).alias("kind"),
-        "value",
-        *TP,
-        "offset",
-        "index",
-        "process",
         (F.col("type") == "ok").alias("ok"),
         F.col("role").eqNullSafe("drain").alias("drain"),
     )
     attempted = fr.attempted.select(F.lit(ATTEMPTED).alias("kind"), "value")
-    rows = sends.unionByName(polled, allowMissingColumns=True).unionByName(
-        attempted, allowMissingColumns=True
-    )
-    return rows.select(*[F.col(c).cast("long") if c in _LONGS else F.col(c) for c in rows.columns])
+    rows = sends.unionByName(polled, allowMissingColumns=True)
+    return with_longs(rows.unionByName(attempted, allowMissingColumns=True), _LONGS)
 
 
 def reach(fr: AnalysisFrames) -> tuple[tuple[Any, ...], ...]:

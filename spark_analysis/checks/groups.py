@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 def group_missed(fr: AnalysisFrames) -> DataFrame:
     """A value that must have committed, below the group's final committed offset,
     that the group's application never processed."""
-    return (
+    found = (
         committed_sends(fr)
         .filter(F.col("offset").isNotNull())
         .join(fr.small(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
@@ -20,6 +20,13 @@ def group_missed(fr: AnalysisFrames) -> DataFrame:
         .join(fr.processed.select("value").distinct(), "value", "left_anti")
         .select("value", *TP, "offset", "committed")
     )
+    return found if fr.consumer_offsets else _nothing(found)
+
+
+def _nothing(found: DataFrame) -> DataFrame:
+    """`found`'s columns and no row, planned as an empty relation: nothing of what it
+    would have read (the committed sends' cache, the version order) is built."""
+    return found.limit(0)
 
 
 @check("group-redelivered")
@@ -40,13 +47,14 @@ def group_redelivered(fr: AnalysisFrames) -> DataFrame:
 def _copier_input(fr: AnalysisFrames) -> DataFrame:
     """Input values that must have committed and that the copier group committed past:
     each must appear in the output, as -(v + 1)."""
-    return (
+    found = (
         committed_sends(fr)
         .filter((F.col("value") >= 0) & F.col("offset").isNotNull())
         .join(fr.small(fr.group_offsets.filter(F.col("role") == "copier")), TP)
         .filter(F.col("offset") < F.col("committed"))
         .select("value", *TP, "offset", "committed")
     )
+    return found if fr.copier_offsets else _nothing(found)
 
 
 @check("eos-output-lost")
@@ -60,7 +68,7 @@ def eos_output_duplicate(fr: AnalysisFrames) -> DataFrame:
     """Any input value whose output appears at two or more positions of the output
     (from the version order: what reads returned and what committed sends were told),
     whether or not the input was acknowledged or committed past: once is the promise."""
-    return (
+    found = (
         version_order(fr)
         .filter(F.col("value") < 0)
         .groupBy((-F.col("value") - 1).alias("value"))
@@ -70,3 +78,4 @@ def eos_output_duplicate(fr: AnalysisFrames) -> DataFrame:
         )
         .filter(F.col("copies") > 1)
     )
+    return found if fr.negative_values else _nothing(found)

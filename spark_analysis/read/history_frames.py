@@ -94,6 +94,13 @@ class Frames:
     # holds more than the drain's records).
     reader_polls: bool = True
     failed_sends: bool = True  # some send failed (`sends` holds an outcome "fail")
+    # A group's final offsets were recorded, by the consumers' group (`consumer_offsets`)
+    # and by the exactly-once copier's (`copier_offsets`); some record or send carries
+    # a negative value (`negative_values`: the copier's outputs, -(v + 1)). Without
+    # them the group and copier checks have nothing to judge and plan nothing.
+    consumer_offsets: bool = True
+    copier_offsets: bool = True
+    negative_values: bool = True
     # The takeovers that fenced a named session, by time (none in most runs): the
     # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
     fences: tuple[Fence, ...] = ()
@@ -192,6 +199,11 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & (F.col("type") == "ok"),
         "app_starts": line & (F.col("f") == "app-start"),
         "app_offsets": completed & (F.col("f") == "group-offsets") & (F.col("role") == "app"),
+        # `_group_offsets`' rows, by role (a null role is the consumers' group).
+        "consumer_offsets": _offset_rows(completed)
+        & (F.coalesce(F.col("role"), F.lit("consumer")) == "consumer"),
+        "copier_offsets": _offset_rows(completed) & (F.col("role") == "copier"),
+        "negative_values": ~line & (F.col("value") < 0),
         # `_rebalances`' rows.
         "rebalance_rows": completed
         & (F.col("type") == "ok")
@@ -340,10 +352,19 @@ def _processed(ok: DataFrame) -> DataFrame:
     return _records(rows, "process", ["index", "process"]).drop("rpos")
 
 
+def _offset_rows(completed: Column) -> Column:
+    """The rows of groups' final offsets (`_group_offsets`) among the flat rows."""
+    return (
+        completed
+        & (F.col("type") == "ok")
+        & (F.col("f") == "group-offsets")
+        & (F.col("kind") == "offset")
+        & F.col("offset").isNotNull()
+    )
+
+
 def _group_offsets(ok: DataFrame) -> DataFrame:
-    return ok.filter(
-        (F.col("f") == "group-offsets") & (F.col("kind") == "offset") & F.col("offset").isNotNull()
-    ).select(
+    return ok.filter(_offset_rows(F.lit(True))).select(
         F.coalesce(F.col("role"), F.lit("consumer")).alias("role"),
         "topic",
         "partition",
@@ -492,5 +513,8 @@ def load(
         app_output_polls=decided["app_output_polls"],
         reader_polls=decided["reader_polls"] > 0,
         failed_sends=decided["failed_sends"] > 0,
+        consumer_offsets=decided["consumer_offsets"] > 0,
+        copier_offsets=decided["copier_offsets"] > 0,
+        negative_values=decided["negative_values"] > 0,
         fences=_fences(spark, path) if decided["fences"] else (),
     )

@@ -158,7 +158,11 @@ class Bucket:
 
 
 def _reason(off: int, mx: int, end: int) -> str | None:
-    """lost-write's proof (checks/writes.py's reasons), or None: unseen."""
+    """lost-write's proof, or None: unseen. "read past": a read returned an offset at
+    or beyond the value's; where the final drain read the partition to its end: "read
+    to end" (no offset known, as with acks=0), "truncated" (the end lies at or below
+    the offset: the log lost it) or "below the drain's end" (no record at or above it
+    came back, as when only aborted records follow it)."""
     if off != NULL and mx != NULL and mx >= off:
         return "read past"
     if end == NULL:
@@ -258,8 +262,11 @@ def aborted_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
 
 def vanished_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
     """A value some consumer read that the final drain did not, although the drain read
-    past that offset or to the partition's end; values sent only in transactions not
-    proven committed are left out (checks/writes.py's query said why)."""
+    past that offset or to the partition's end (claim C13: consumers see only records
+    below the high watermark, which never disappear). The drain reads
+    read_committed, which hides a transaction that did not commit, so values sent only
+    in transactions not proven committed are left out (aborted-read judges a
+    read_uncommitted consumer's view of them)."""
     if not cfg.reader_polls:
         return
     txn = b.send & flags(b.t, "txn")

@@ -1,9 +1,14 @@
-"""The anomaly checks: one registered check per anomaly of the registry
-(checkers/anomalies.py), each a query over the facts (facts/).
+"""The anomaly checks: one check per anomaly of the registry (checkers/anomalies.py),
+over the facts (facts/).
 
-- writes.py, reads.py, groups.py, app.py: the checks, by what they judge (what was
-  written against what was read, the order of reads, consumer groups, the
-  application on trial). The cycle checks are in cycles/.
+- partition_kernel.py and value_kernel.py: the checks about one (topic, partition)
+  and about one value's life, each kernel one vectorised function over its key's rows;
+  partition_pass.py and value_pass.py run them as one Spark pass each, and
+  kernel_columns.py is what both read their columns with.
+- writes.py, reads.py, groups.py, fenced.py, app.py: the checks still written as
+  queries (transactions, the rebalance events the partition kernel starts from,
+  consumer groups and the copier, fencing, the application on trial). The cycle
+  checks are in cycles/.
 - runner.py: runs every check in one pass and counts its anomalies and examples.
 - undecided.py: what the history cannot decide, and why (the verdict's `problems`).
 """

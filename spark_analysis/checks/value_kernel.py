@@ -283,21 +283,22 @@ def vanished_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
     passed = known & ((end != NULL) | ((dmx != NULL) & (b.off[cand] <= dmx)))
     cand, dmx, end = cand[passed], dmx[passed], end[passed]
     procs = b.process(cand)
-    # Grouped by record; the drain's reach is the partition's, one per record.
-    groups: dict[tuple[int, ...], tuple[int, int, int, int, set[Any]]] = {}
+    # Per record: its first row, its lowest read index and its readers. The drain's
+    # reach is the partition's, so any row of the record gives it.
+    groups: dict[tuple[int, ...], tuple[int, int, set[Any]]] = {}
     for k, r in enumerate(cand.tolist()):
-        rec = b.record(r)
-        first, lo, d, e, who = groups.get(rec, (r, int(b.index[r]), dmx[k], end[k], set()))
+        first, lo, who = groups.setdefault(b.record(r), (k, int(b.index[r]), set()))
         who.add(procs[k])
-        groups[rec] = (first, min(lo, int(b.index[r])), d, e, who)
-    for first, lo, d, e, who in groups.values():
+        groups[b.record(r)] = (first, min(lo, int(b.index[r])), who)
+    for k, lo, who in groups.values():
+        r = int(cand[k])
         row = {
-            "value": py(b.val[first]),
-            **b.tp(first),
-            "offset": py(b.off[first]),
-            "drain_max_offset": py(d),
-            "drain_end": py(e),
-            "first_read_index": py(np.int64(lo)),
+            "value": py(b.val[r]),
+            **b.tp(r),
+            "offset": py(b.off[r]),
+            "drain_max_offset": py(dmx[k]),
+            "drain_end": py(end[k]),
+            "first_read_index": lo,
             "processes": sorted(p for p in who if p is not None),
         }
         yield _keyed("vanished-read", row)
@@ -306,19 +307,15 @@ def vanished_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
 # --- the kernel -----------------------------------------------------------------------
 
 
-def kernel(cfg: Config, checks: tuple[str, ...], t: pa.Table) -> pa.Table:
-    """Every check of `checks` for one bucket of values: its anomaly rows."""
+def kernel(cfg: Config, t: pa.Table) -> pa.Table:
+    """Every value-keyed check for one bucket of values: its anomaly rows."""
     b = Bucket(t, cfg)
-    want = set(checks)
-    out: list[tuple[str, str, str]] = []
-    if want & {"lost-write", "unseen"}:
-        out += [r for r in never_read(b) if r[0] in want]
-    if "duplicate" in want:
-        out += duplicate(b)
-    if "unexpected" in want:
-        out += unexpected(b)
-    if "aborted-read" in want:
-        out += aborted_read(b, cfg)
-    if "vanished-read" in want:
-        out += vanished_read(b, cfg)
-    return out_table(out)
+    return out_table(
+        [
+            *never_read(b),
+            *duplicate(b),
+            *unexpected(b),
+            *aborted_read(b, cfg),
+            *vanished_read(b, cfg),
+        ]
+    )

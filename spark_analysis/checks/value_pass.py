@@ -19,7 +19,6 @@ from kafka_trial.spark_analysis.checks.value_kernel import (
     ATTEMPTED,
     POLLED,
     SEND,
-    VALUE_CHECKS,
     Config,
     kernel,
 )
@@ -87,7 +86,7 @@ def value_rows(fr: AnalysisFrames) -> DataFrame:
         cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends)
 
         def per_bucket(_: tuple[Any, ...], t: pa.Table) -> pa.Table:
-            return kernel(cfg, VALUE_CHECKS, t)
+            return kernel(cfg, t)
 
         buckets = max(1, -(-fr.lines // LINES_PER_BUCKET))
         bucket = F.pmod(F.xxhash64("value"), F.lit(buckets)).alias("bucket")

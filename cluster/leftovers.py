@@ -153,8 +153,8 @@ def _clear_throttles(bootstraps: dict[str, list[str]], problems: list[str]) -> l
         )
         try:
             cleared += [f"{run}: {c}" for c in throttle.clear_leftover(admin, THROTTLE_WAIT_S)]
-        except Exception as e:  # librdkafka's errors and a timeout alike: said, not raised
-            problems.append(f"run {run}'s replication throttle not checked: {e}")
+        except Exception as e:  # librdkafka's errors, a timeout, a config still set: said
+            problems.append(f"run {run}'s replication throttle not cleared: {e}")
     return cleared
 
 

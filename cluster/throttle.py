@@ -19,6 +19,11 @@ from confluent_kafka.admin import (
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 TIMEOUT_S = 30
+# How long a deleted throttle may still read back: a broker describes its own configs
+# from its metadata image, which takes the deletion a moment after the controller
+# commits it (fresh-clone CIs read broker 3's rates back just after deleting them, once
+# in a reassign's heal and once in `heal_leftovers`).
+GONE_S = 10.0
 
 
 def _alter(admin: AdminClient, resources: list[ConfigResource]) -> None:
@@ -103,9 +108,10 @@ def throttle_configs(admin: AdminClient, topic: str, brokers: list[int]) -> dict
 
 
 def clear_leftover(admin: AdminClient, timeout_s: float) -> list[str]:
-    """Every throttle config set anywhere in the cluster deleted, for a run killed
-    before its heal: what had one ("topic t", "broker 2"). Raises if the cluster does
-    not answer within `timeout_s` (a broker just started needs a while)."""
+    """Every throttle config set anywhere in the cluster deleted and read back gone,
+    for a run killed before its heal: what had one ("topic t", "broker 2"). Raises if
+    the cluster does not answer within `timeout_s` (a broker just started needs a
+    while), or if a deleted config still reads back `GONE_S` after its deletion."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -115,28 +121,35 @@ def clear_leftover(admin: AdminClient, timeout_s: float) -> list[str]:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(1)
-    cleared: list[str] = []
-    for topic in sorted(md.topics):
-        res = ConfigResource(ResourceType.TOPIC, topic)
-        if _described(admin, res, REPLICAS):
-            _alter(
-                admin,
-                [
-                    ConfigResource(
-                        ResourceType.TOPIC, topic, incremental_configs=_entries(REPLICAS, None)
-                    )
-                ],
-            )
-            cleared.append(f"topic {topic}")
-    for b in sorted(md.brokers):
-        if _described(admin, ConfigResource(ResourceType.BROKER, str(b)), RATES):
-            _alter(
-                admin,
-                [
-                    ConfigResource(
-                        ResourceType.BROKER, str(b), incremental_configs=_entries(RATES, None)
-                    )
-                ],
-            )
-            cleared.append(f"broker {b}")
-    return cleared
+    found = [
+        (f"topic {t}", ConfigResource(ResourceType.TOPIC, t), REPLICAS) for t in sorted(md.topics)
+    ] + [
+        (f"broker {b}", ConfigResource(ResourceType.BROKER, str(b)), RATES)
+        for b in sorted(md.brokers)
+    ]
+    cleared = [(what, res, names) for what, res, names in found if _described(admin, res, names)]
+    for _, res, names in cleared:
+        _alter(
+            admin,
+            [ConfigResource(res.restype, res.name, incremental_configs=_entries(names, None))],
+        )
+    left = _read_back(admin, cleared)
+    if left:
+        raise RuntimeError(f"deleted, yet still set {GONE_S:.0f} s on: {', '.join(left)}")
+    return [what for what, _, _ in cleared]
+
+
+def _read_back(
+    admin: AdminClient, deleted: list[tuple[str, ConfigResource, tuple[str, ...]]]
+) -> list[str]:
+    """Which of the deleted configs still read back once `GONE_S` has passed."""
+    deadline = time.monotonic() + GONE_S
+    while True:
+        left = [
+            what
+            for what, res, names in deleted
+            if _described(admin, ConfigResource(res.restype, res.name), names)
+        ]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.5)

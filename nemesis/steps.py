@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from kafka_trial.cluster import throttle
 from kafka_trial.cluster.control import ClusterControl, LinkId, membership
 from kafka_trial.contracts.app_contract import APPS
 from kafka_trial.contracts.client_processes import CLIENTS
@@ -173,10 +174,8 @@ def apply_undo(ctl: ClusterControl, undo: tuple[Undo, ...]) -> dict[str, Any]:
     )
 
 
-# How long a deleted throttle may still read back: a broker describes its own configs
-# from its metadata image, which takes the deletion a moment after the controller
-# commits it (a fresh-clone CI read broker 3's rates back once, just after deleting).
-THROTTLE_GONE_S = 10.0
+# How long a deleted throttle may still read back (the cluster layer says why).
+THROTTLE_GONE_S = throttle.GONE_S
 
 
 def unthrottle(ctl: ClusterControl, topic: str, brokers: list[int]) -> dict[str, Any]:

@@ -1,8 +1,7 @@
 """The queries the kernels replaced (spark_analysis/checks/partition_kernel.py and
-value_kernel.py), kept as a second opinion: tests/unit/test_partition_kernel.py and
-test_value_kernel.py hold the kernels to them, row for row, beside the plain-Python
-reference. They are the queries as they stood in package code, over the same shared
-frames (facts/derived.py)."""
+value_kernel.py), kept as a second opinion: tests/unit/test_kernels.py holds the
+kernels to them, row for row, beside the plain-Python reference. They are the queries
+as they stood in package code, over the same shared frames (facts/derived.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from kafka_trial.spark_analysis.facts.derived import (
     is_drain,
     never_written_values,
     read_reach,
-    read_values,
     version_order,
     writes,
 )
@@ -346,6 +344,11 @@ def int_poll_skip(fr: AnalysisFrames) -> DataFrame:
 # --- the value-keyed checks (value_kernel.py) ----------------------------------------
 
 
+def read_values(fr: AnalysisFrames) -> DataFrame:
+    """Values some ok read returned: what counts as read."""
+    return fr.reads.select("value").distinct()
+
+
 def drain_values(fr: AnalysisFrames) -> DataFrame:
     """Values the drain read. Not cached: in most runs one check asks, once."""
     return fr.reads.filter(is_drain()).select("value").distinct()
@@ -466,4 +469,36 @@ def vanished_read(fr: AnalysisFrames) -> DataFrame:
             F.min("index").alias("first_read_index"),
             F.sort_array(F.collect_set("process")).alias("processes"),
         )
+    )
+
+
+@query("torn-txn")
+def torn_txn(fr: AnalysisFrames) -> DataFrame:
+    """A committed transaction some of whose values reads saw while others are lost."""
+    txn_sends = committed_sends(fr).filter(F.col("f") == "txn")
+    seen = read_values(fr).withColumn("seen", F.lit(1))
+    lost = lost_write(fr).select("value").distinct().withColumn("lost", F.lit(1))
+    missing = F.when(F.col("seen").isNull(), F.col("value"))
+    return (
+        txn_sends.join(seen, "value", "left")
+        .join(lost, "value", "left")
+        .groupBy("index", "process", "outcome")
+        .agg(
+            F.count("*").alias("values"),
+            F.count("seen").alias("seen"),
+            F.count("lost").alias("lost"),
+            F.sort_array(F.collect_list(missing)).alias("missing"),
+        )
+        .filter((F.col("seen") > 0) & (F.col("lost") > 0))
+    )
+
+
+@query("precommitted-read")
+def precommitted_read(fr: AnalysisFrames) -> DataFrame:
+    """A transaction's own poll returned a value that the same transaction sent."""
+    own = fr.sends.filter(F.col("f") == "txn").select("index", "value")
+    return (
+        fr.txn_polls.join(own, ["index", "value"])
+        .select("value", *TP, "offset", "index", "process", "type")
+        .distinct()
     )

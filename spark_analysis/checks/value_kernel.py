@@ -11,10 +11,11 @@ distinct for a check whose unit is values), or the detail where the value is nul
 
 Input rows (`kind`): a send (SEND) with `must_commit`, `written` (its outcome is not
 fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) with
-`ok` (a read: an ok op's) and `drain` (the final drain's); a value some send invoked
-(ATTEMPTED). A bucket holds every row of each of its values, so any set of values
-asked of it (read, attempted, written, drained) is whole. What is per partition comes
-in `Config`: how far reads and the final drain reached in each.
+`ok` (a read: an ok op's), `drain` (the final drain's) and `ptype` (a transaction's
+own poll: its op's type, else null); a value some send invoked (ATTEMPTED). A bucket
+holds every row of each of its values, so any set of values asked of it (read,
+attempted, written, drained) is whole. What is per partition comes in `Config`: how
+far reads and the final drain reached in each.
 """
 
 from __future__ import annotations
@@ -42,8 +43,16 @@ VALUE_CHECKS = (
     "unexpected",
     "aborted-read",
     "vanished-read",
+    "precommitted-read",
+    # A transaction's values span buckets: the kernel gives each committed
+    # transaction's sends that no read returned (TXN_MISSING), and value_pass.py sums
+    # them per transaction.
+    "torn-txn",
 )
 SEND, POLLED, ATTEMPTED = 0, 1, 2
+# Not a check: a committed transactional send no read returned, keyed by its op's
+# index, with whether its value is proven lost (lost-write's proof).
+TXN_MISSING = "txn-missing"
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,21 @@ class Bucket:
             return rows
         hit = np.maximum.reduceat((rows & (self.val != NULL))[self._order], self._starts)
         return hit[self._group]
+
+    def of_pair(self, rows: np.ndarray, key: np.ndarray) -> np.ndarray:
+        """Per row: whether any row of its value with the same `key` is one of `rows`;
+        never where either is null."""
+        if not len(rows):
+            return rows
+        order = np.lexsort((key, self.val))
+        sv, sk = self.val[order], key[order]
+        new = np.r_[True, (sv[1:] != sv[:-1]) | (sk[1:] != sk[:-1])]
+        hit = np.maximum.reduceat(
+            (rows & (self.val != NULL) & (key != NULL))[order], np.flatnonzero(new)
+        )
+        out = np.empty(len(rows), bool)
+        out[order] = hit[np.cumsum(new) - 1]
+        return out
 
     def topic(self, i: int) -> Any:
         if self._topics is None:
@@ -175,7 +199,8 @@ def _reason(off: int, mx: int, end: int) -> str | None:
 def never_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
     """lost-write (one row per value: its first send by index that has a proof) and
     unseen (every never-read send of a value with no proof): sends that must have
-    committed whose value no read returned."""
+    committed whose value no read returned. Of those a transaction sent, a TXN_MISSING
+    row each, for torn-txn."""
     rows = np.flatnonzero(b.must & ~b.was_read)
     if not len(rows):
         return
@@ -200,9 +225,14 @@ def never_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
             "reason": reasons[k],
         }
         yield _keyed("lost-write", row)
+    txn = flags(b.t, "txn")
     for k, r in enumerate(rows.tolist()):
         v = int(b.val[r])
-        if v in lost and v != NULL:  # a null value is never joined away
+        proven = v in lost and v != NULL  # a null value is never joined away
+        if txn[r]:
+            missing = {"value": py(b.val[r]), "lost": proven}
+            yield TXN_MISSING, str(py(b.index[r])), to_json(missing)
+        if proven:
             continue
         row = {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r]), "process": procs[k]}
         yield _keyed("unseen", row)
@@ -304,6 +334,34 @@ def vanished_read(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
         yield _keyed("vanished-read", row)
 
 
+# --- transactions --------------------------------------------------------------------
+
+
+def precommitted_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """A transaction's own poll returned a value that the same transaction sent,
+    whatever the transaction's outcome: one row per distinct (record, op, type)."""
+    ptype = b.t["ptype"]
+    own_poll = b.polled & ~np.asarray(ptype.is_null().to_numpy(zero_copy_only=False), bool)
+    if not own_poll.any():
+        return
+    rows = np.flatnonzero(own_poll & b.of_pair(b.send & flags(b.t, "txn"), b.index))
+    types = ptype.take(pa.array(rows, pa.int64())).to_pylist()
+    procs = b.process(rows)
+    seen: set[tuple[Any, ...]] = set()
+    for k, r in enumerate(rows.tolist()):
+        row = {
+            "value": py(b.val[r]),
+            **b.tp(r),
+            "offset": py(b.off[r]),
+            "index": py(b.index[r]),
+            "process": procs[k],
+            "type": types[k],
+        }
+        if (key := tuple(row.values())) not in seen:
+            seen.add(key)
+            yield _keyed("precommitted-read", row)
+
+
 # --- the kernel -----------------------------------------------------------------------
 
 
@@ -317,5 +375,6 @@ def kernel(cfg: Config, t: pa.Table) -> pa.Table:
             *unexpected(b),
             *aborted_read(b, cfg),
             *vanished_read(b, cfg),
+            *precommitted_read(b),
         ]
     )

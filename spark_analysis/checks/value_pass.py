@@ -4,8 +4,10 @@ value_kernel.py's function applied to each bucket as Arrow (`applyInArrow`). Wha
 per partition comes in beforehand: how far reads and the final drain reached in each,
 a row per partition collected to the driver and shipped with the function.
 
-The pass's rows are kept for the analysis (`value_rows`): torn-txn asks which values
-are lost, and the drain's shortfall which are unseen, of the same rows."""
+torn-txn sums the kernel's rows of each committed transaction's unread sends per
+transaction (`torn_txns`): a transaction's values lie in many buckets. The pass's rows
+are kept for the analysis (`value_rows`): the drain's shortfall asks which values are
+unseen of the same rows."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from kafka_trial.spark_analysis.checks.value_kernel import (
     ATTEMPTED,
     POLLED,
     SEND,
+    TXN_MISSING,
     Config,
     kernel,
 )
-from kafka_trial.spark_analysis.facts.derived import read_reach, writes
+from kafka_trial.spark_analysis.facts.derived import committed_sends, read_reach, writes
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame
@@ -55,6 +58,7 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
         F.lit(POLLED).alias("kind"),
         (F.col("type") == "ok").alias("ok"),
         F.col("role").eqNullSafe("drain").alias("drain"),
+        F.when(F.col("f") == "txn", F.col("type")).alias("ptype"),
     )
     attempted = fr.attempted.select(F.lit(ATTEMPTED).alias("kind"), "value")
     rows = sends.unionByName(polled, allowMissingColumns=True)
@@ -97,7 +101,50 @@ def value_rows(fr: AnalysisFrames) -> DataFrame:
 
 def value_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
     """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
-    return value_rows(fr).filter(F.col("type").isin(*checks))
+    rows = value_rows(fr).filter(F.col("type").isin(*checks))
+    if "torn-txn" in checks and fr.txn_ops:
+        return rows.unionByName(torn_txns(fr))
+    return rows
+
+
+_MISSING = "value long, lost boolean"
+
+
+def torn_txns(fr: AnalysisFrames) -> DataFrame:
+    """torn-txn: a transaction that must have committed (ok, or info with a value the
+    drain read) of which reads saw some values while others are proven gone
+    (lost-write's proof: a read past the offset, or the drain's end). A value that is
+    only unseen proves nothing yet: it makes the verdict unknown through `unseen`
+    instead. Only transactions with a lost value are counted whole: their sends,
+    against the kernel's rows of their unread ones."""
+    missing = value_rows(fr).filter(F.col("type") == TXN_MISSING)
+    unread = (
+        missing.select(
+            F.col("key").cast("long").alias("index"), F.from_json("detail", _MISSING).alias("m")
+        )
+        .groupBy("index")
+        .agg(
+            F.count("*").alias("unread"),
+            F.count(F.when(F.col("m.lost"), 1)).alias("lost"),
+            F.sort_array(F.collect_list("m.value")).alias("missing"),
+        )
+        .filter(F.col("lost") > 0)
+    )
+    sends = (
+        committed_sends(fr)
+        .filter(F.col("f") == "txn")
+        .join(F.broadcast(unread.select("index")), "index", "left_semi")
+        .groupBy("index", "process", "outcome")
+        .agg(F.count("*").alias("values"))
+    )
+    seen = (F.col("values") - F.col("unread")).alias("seen")
+    torn = (
+        sends.join(F.broadcast(unread), "index")
+        .select("index", "process", "outcome", "values", seen, "lost", "missing")
+        .filter(F.col("seen") > 0)
+    )
+    detail = F.to_json(F.struct(*[F.col(c) for c in torn.columns]))
+    return torn.select(F.lit("torn-txn").alias("type"), detail.alias("key"), detail.alias("detail"))
 
 
 def values_of(fr: AnalysisFrames, check: str) -> DataFrame:

@@ -36,12 +36,6 @@ def is_drain() -> Column:
     return F.col("role").eqNullSafe("drain")
 
 
-def read_values(fr: AnalysisFrames) -> DataFrame:
-    """Values some ok read returned: what counts as read. Not cached: only torn-txn
-    asks, in a history with transactions."""
-    return fr.reads.select("value").distinct()
-
-
 def unknown_txn_sends(fr: AnalysisFrames) -> DataFrame:
     """Sends of transactions that ended `info`: few, and none in most runs."""
     return fr.shared(

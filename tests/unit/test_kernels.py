@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_trial.spark_analysis.checks import value_pass
 from kafka_trial.spark_analysis.checks.partition_kernel import KERNEL_CHECKS
 from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
 from kafka_trial.spark_analysis.checks.value_kernel import VALUE_CHECKS
@@ -125,3 +126,19 @@ def test_the_kernel_rows_are_the_queries_json(spark: Any, tmp_path: Path) -> Non
     row = json.loads(sorted(kernel["reorder"])[0])
     assert list(row)[:3] == ["process", "topic", "partition"]
     assert all(v is not None for r in kernel["int-send-skip"] for v in json.loads(r).values())
+
+
+def test_values_spread_over_many_buckets_are_judged_as_in_one(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction's values lie in many buckets, and torn-txn sums its unread sends
+    across them: a bucket of a few lines finds what one bucket of everything found."""
+    path = tmp_path / "history.jsonl"
+    write_cases(path, PLANTED)
+    one, _ = both_ways(spark, path)
+    monkeypatch.setattr(value_pass, "LINES_PER_BUCKET", 10)
+    lines = len(path.read_text().splitlines())
+    assert lines > 40 * 10, lines  # some 40 buckets or more
+    many, _ = both_ways(spark, path)
+    assert many == one
+    assert one["torn-txn"] and one["precommitted-read"]

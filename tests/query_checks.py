@@ -502,3 +502,58 @@ def precommitted_read(fr: AnalysisFrames) -> DataFrame:
         .select("value", *TP, "offset", "index", "process", "type")
         .distinct()
     )
+
+
+# --- consumer groups and the copier (value_kernel.py) --------------------------------
+
+
+@query("group-missed")
+def group_missed(fr: AnalysisFrames) -> DataFrame:
+    return (
+        committed_sends(fr)
+        .filter(F.col("offset").isNotNull())
+        .join(fr.small(fr.group_offsets.filter(F.col("role") == "consumer")), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .join(fr.processed.select("value").distinct(), "value", "left_anti")
+        .select("value", *TP, "offset", "committed")
+    )
+
+
+@query("group-redelivered")
+def group_redelivered(fr: AnalysisFrames) -> DataFrame:
+    return (
+        fr.processed.groupBy("value")
+        .agg(
+            F.count("*").alias("times"),
+            F.countDistinct("index").alias("ops"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+        )
+        .filter(F.col("times") > 1)
+    )
+
+
+@query("eos-output-lost")
+def eos_output_lost(fr: AnalysisFrames) -> DataFrame:
+    inputs = (
+        committed_sends(fr)
+        .filter((F.col("value") >= 0) & F.col("offset").isNotNull())
+        .join(fr.small(fr.group_offsets.filter(F.col("role") == "copier")), TP)
+        .filter(F.col("offset") < F.col("committed"))
+        .select("value", *TP, "offset", "committed")
+    )
+    out = fr.reads.filter(F.col("value") < 0).select((-F.col("value") - 1).alias("value"))
+    return inputs.join(out.distinct(), "value", "left_anti")
+
+
+@query("eos-output-duplicate")
+def eos_output_duplicate(fr: AnalysisFrames) -> DataFrame:
+    return (
+        version_order(fr)
+        .filter(F.col("value") < 0)
+        .groupBy((-F.col("value") - 1).alias("value"))
+        .agg(
+            F.count("*").alias("copies"),
+            F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
+        )
+        .filter(F.col("copies") > 1)
+    )

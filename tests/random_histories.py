@@ -28,6 +28,9 @@ one key (input partition) to one output partition, interleaved with the others; 
 faulty one drops an output, repeats one or replays a batch (a redelivery), swaps two,
 sends a key to another partition, outputs an id nobody sent or one that is no id.
 Its output drain (role "app-output") reads every output partition, mostly to its end.
+
+Now and then the consumers' group and the copier record their final committed
+offsets, anywhere up to each input partition's end (group-missed, eos-output-lost).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ FOREIGN = 9_000  # relative values at or above this are never sent
 OUT = 10  # abstract partitions from here on are the output topic's (OUT + p)
 DRAIN = 90  # the drain's relative process
 APP_DRAIN, APP_GROUP = 91, 92  # the app's output drain and its group offsets' recorder
+CONSUMER_GROUP, COPIER_GROUP = 93, 94  # who records those groups' final offsets
 
 # One abstract history: ("send", proc, [(value, partition, offset, outcome, resend)]),
 # ("txn", proc, [(value, partition, offset)], outcome, polled records or None),
@@ -53,10 +57,11 @@ APP_DRAIN, APP_GROUP = 91, 92  # the app's output drain and its group offsets' r
 # ("poll", proc, [(value, partition, offset)], role, {partition: end}, cuts[, held])
 # (held: {partition: high watermark or None}, ends a drain found held) where
 # `cuts` are the record positions at which a new poll micro-op starts, and
-# ("process", proc, records), ("offsets", proc, {partition: committed or None}) for the
-# app group's offsets; an app-output drain poll is a "poll" of role "app-output";
-# processes and values relative to the history's own ranges, negative values the
-# copier's output topic's (an app's output carries its inputs' own ids).
+# ("process", proc, records), ("offsets", proc, {partition: committed or None}[, role])
+# for a group's offsets (the app's, or role "consumer" or "copier"); an app-output
+# drain poll is a "poll" of role "app-output"; processes and values relative to the
+# history's own ranges, negative values the copier's output topic's (an app's output
+# carries its inputs' own ids).
 Op = tuple[Any, ...]
 # A log slot: (value, or None for a transaction marker; whether read_committed sees it)
 Slot = tuple[int | None, bool]
@@ -284,7 +289,22 @@ def history(seed: int, i: int) -> list[Op]:
         g.drain()  # after all other ops
     # Its own stream: the rest of every history stays what it was before ends held.
     _hold(g.ops, random.Random(f"{seed}/{i}/held"))
+    _groups_committed(g, random.Random(f"{seed}/{i}/groups"))
     return g.ops
+
+
+def _groups_committed(g: _Gen, rng: random.Random) -> None:
+    """Now and then, the consumers' group's and the copier's final committed offsets
+    (their own stream, at the end, as the workloads record them): anywhere up to each
+    input partition's log end, so some lie past what the group processed or the
+    copier's output that reads returned."""
+    inputs = [p for p in g.parts if p < OUT]
+    if g.consumers and rng.random() < 0.5:
+        committed = {p: rng.randint(0, len(g.log[p])) for p in inputs}
+        g.ops.append(("offsets", CONSUMER_GROUP, committed, "consumer"))
+    if OUT in g.parts and rng.random() < 0.6:
+        committed = {p: rng.randint(0, len(g.log[p])) for p in inputs}
+        g.ops.append(("offsets", COPIER_GROUP, committed, "copier"))
 
 
 def _hold(ops: list[Op], rng: random.Random) -> None:
@@ -394,9 +414,12 @@ def _write_send(
     )
 
 
-def _write_offsets(h: HistoryWriter, i: int, proc: int, committed: dict[int, int | None]) -> None:
-    """The app group's committed offsets (null: it committed none in that partition)."""
-    m = {"op": "group-offsets", "role": "app", "group": f"app-{i}"}
+def _write_offsets(
+    h: HistoryWriter, i: int, proc: int, committed: dict[int, int | None], role: str = "app"
+) -> None:
+    """A group's committed offsets (null: it committed none in that partition): the
+    app's, the consumers' or the copier's."""
+    m = {"op": "group-offsets", "role": role, "group": f"{role}-{i}"}
     offsets = [
         {"topic": _topic(i, p)[0], "partition": _topic(i, p)[1], "offset": o}
         for p, o in committed.items()
@@ -421,7 +444,7 @@ def write(batch: list[list[Op]], path: Path) -> None:
             elif op[0] == "txn":
                 _write_txn(h, i, proc, op)
             elif op[0] == "offsets":
-                _write_offsets(h, i, proc, op[2])
+                _write_offsets(h, i, proc, *op[2:])
             elif op[0] == "process":
                 recs = [record(i, *r) for r in op[2]]
                 h.invoke(proc, "process", [{"op": "process", "records": recs}])
@@ -449,6 +472,8 @@ VALUE_KEYED = (
     "aborted-read",
     "group-redelivered",
     "eos-output-duplicate",
+    "group-missed",
+    "eos-output-lost",
     "app-output-lost",
     "app-output-duplicate",
     "app-output-unexpected",

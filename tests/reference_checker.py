@@ -53,6 +53,8 @@ CHECKED = (
     "int-poll-skip",
     "group-redelivered",
     "eos-output-duplicate",
+    "group-missed",
+    "eos-output-lost",
     "app-output-lost",
     "app-output-duplicate",
     "app-output-unexpected",
@@ -109,6 +111,11 @@ class History:
         default_factory=lambda: defaultdict(list)
     )
     processed: list[tuple[int, int, str]] = field(default_factory=list)  # value, index, process
+    # (role, (topic, partition)) -> the committed offsets a consumers' group ("consumer")
+    # or the copier's ("copier") recorded as its final ones
+    group_offsets: dict[tuple[str, TP], list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     # The records the application's output drain returned (ok ops): the input ids the
     # outputs carry; where it read each output partition to its end; and the app
     # group's committed offsets, (topic, partition) -> offset.
@@ -190,6 +197,11 @@ def _completion(h: History, op: dict[str, Any], process: str) -> None:
                     h.reads.append(row)
             if m.get("role") == "drain" and op["type"] == "ok":
                 _end_events(h.drain_events, op["index"], m)
+        if m.get("op") == "group-offsets" and op["f"] == "group-offsets" and op["type"] == "ok":
+            role = m.get("role") or "consumer"
+            for o in m.get("offsets") or []:
+                if o["offset"] is not None:
+                    h.group_offsets[(role, (o["topic"], o["partition"]))].append(o["offset"])
         if m.get("op") == "process" and op["f"] == "process" and op["type"] == "ok":
             h.processed += [(r["value"], op["index"], process) for r in m.get("records") or []]
 
@@ -520,6 +532,38 @@ def group_redelivered(h: History) -> set[Key]:
     return {v for v, n in times.items() if n > 1}
 
 
+def _below(h: History, s: SendRow, role: str) -> bool:
+    """The send lies below a final committed offset the `role` group recorded."""
+    committed = h.group_offsets.get((role, (s.topic, s.partition)), [])
+    return s.offset is not None and any(s.offset < c for c in committed)
+
+
+def group_missed(h: History) -> set[Key]:
+    """Values that must have committed, below the consumers' group's final committed
+    offset of their partition, that no process op handled."""
+    handled = {v for v, _, _ in h.processed}
+    return {
+        s.value
+        for s in h.sends
+        if s.must_commit and _below(h, s, "consumer") and s.value not in handled
+    }
+
+
+def eos_output_lost(h: History) -> set[Key]:
+    """Input values that must have committed, below the copier's final committed offset
+    of their partition, whose output -(v + 1) no read returned."""
+    read = {r.value for r in h.reads}
+    return {
+        s.value
+        for s in h.sends
+        if s.must_commit
+        and s.value is not None
+        and s.value >= 0
+        and _below(h, s, "copier")
+        and -s.value - 1 not in read
+    }
+
+
 def _app_ids(h: History) -> list[ReadRow]:
     """Output records that carry an id (one without is undecided, never judged)."""
     return [r for r in h.app_output if r.value is not None]
@@ -601,6 +645,8 @@ def check(ops: list[dict[str, Any]]) -> dict[str, set[Key]]:
         "int-poll-skip": _skips(h, within_op=True),
         "group-redelivered": group_redelivered(h),
         "eos-output-duplicate": eos_output_duplicate(h),
+        "group-missed": group_missed(h),
+        "eos-output-lost": eos_output_lost(h),
         "app-output-lost": app_output_lost(h),
         "app-output-duplicate": app_output_duplicate(h),
         "app-output-unexpected": app_output_unexpected(h),

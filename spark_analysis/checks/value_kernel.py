@@ -12,10 +12,13 @@ distinct for a check whose unit is values), or the detail where the value is nul
 Input rows (`kind`): a send (SEND) with `must_commit`, `written` (its outcome is not
 fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) with
 `ok` (a read: an ok op's), `drain` (the final drain's) and `ptype` (a transaction's
-own poll: its op's type, else null); a value some send invoked (ATTEMPTED). A bucket
-holds every row of each of its values, so any set of values asked of it (read,
-attempted, written, drained) is whole. What is per partition comes in `Config`: how
-far reads and the final drain reached in each.
+own poll: its op's type, else null); a value some send invoked (ATTEMPTED); a record
+a group member's process micro-op handled (PROCESSED). A bucket holds every row of
+each of its values, and the copier's output of input v, -(v + 1), goes with v
+(value_pass.py's `input_id`), so any set of values asked of it (read, attempted,
+written, drained, processed, copied) is whole. What is per partition comes in
+`Config`: how far reads and the final drain reached in each, and the groups' final
+committed offsets.
 """
 
 from __future__ import annotations
@@ -48,8 +51,12 @@ VALUE_CHECKS = (
     # transaction's sends that no read returned (TXN_MISSING), and value_pass.py sums
     # them per transaction.
     "torn-txn",
+    "group-missed",
+    "group-redelivered",
+    "eos-output-lost",
+    "eos-output-duplicate",
 )
-SEND, POLLED, ATTEMPTED = 0, 1, 2
+SEND, POLLED, ATTEMPTED, PROCESSED = 0, 1, 2, 3
 # Not a check: a committed transactional send no read returned, keyed by its op's
 # index, with whether its value is proven lost (lost-write's proof).
 TXN_MISSING = "txn-missing"
@@ -67,6 +74,10 @@ class Config:
     reach: tuple[tuple[str, int, int | None, int | None, int | None], ...] = ()
     reader_polls: bool = True
     failed_sends: bool = True
+    # (role, topic, partition, committed): each group's final committed offsets, as
+    # history_frames' `group_offsets` (role "consumer" or "copier"; a partition may
+    # have more than one).
+    offsets: tuple[tuple[str, str, int, int], ...] = ()
     _by_tp: dict[tuple[str, int], tuple[int, int, int]] = field(
         init=False, compare=False, repr=False
     )
@@ -77,6 +88,14 @@ class Config:
             for t, p, mx, dmx, end in self.reach
         }
         object.__setattr__(self, "_by_tp", by_tp)
+
+    def committed(self, role: str) -> dict[tuple[str, int], list[int]]:
+        """(topic, partition) -> the `role` group's final committed offsets there."""
+        out: dict[tuple[str, int], list[int]] = {}
+        for r, t, p, c in self.offsets:
+            if r == role and None not in (t, p, c):
+                out.setdefault((t, p), []).append(c)
+        return out
 
     def of(self, topic: Any, partition: Any) -> tuple[int, int, int] | None:
         """(max_read_offset, drain_max_offset, drain_end), NULL for unknown, or None
@@ -93,7 +112,7 @@ class Bucket:
         self.val, self.off = longs(t, "value"), longs(t, "offset")
         self.part, self.index = longs(t, "partition"), longs(t, "index")
         self.send, self.polled = kind == SEND, kind == POLLED
-        self.attempted = kind == ATTEMPTED
+        self.attempted, self.processed = kind == ATTEMPTED, kind == PROCESSED
         self.must = flags(t, "must_commit") & self.send
         self.read = flags(t, "ok") & self.polled  # history_frames' reads
         self.drained = flags(t, "drain") & self.read
@@ -157,21 +176,26 @@ class Bucket:
         new[1:] = np.any([k[1:] != k[:-1] for k in s], axis=0)
         return rows[order[new]]
 
-    def reach_of(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        """For `rows`: max_read_offset, drain_max_offset, drain_end (NULL where not
-        known), and whether `Config.reach` has the row's partition at all."""
-        n = len(rows)
-        mx, dmx, end = (np.full(n, NULL, np.int64) for _ in range(3))
-        known = np.zeros(n, bool)
-        if not n:
-            return mx, dmx, end, known
+    def by_tp(self, rows: np.ndarray) -> Iterator[tuple[Any, Any, np.ndarray]]:
+        """`rows` by (topic, partition): each pair once, with its rows."""
+        if not len(rows):
+            return
         keys = np.stack([self.tcode[rows], self.part[rows]])
         uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
         inverse = inverse.reshape(-1)
         for g in range(uniq.shape[1]):
             at = np.flatnonzero(inverse == g)
             first = int(rows[at[0]])
-            r = self.cfg.of(self.topic(first), py(self.part[first]))
+            yield self.topic(first), py(self.part[first]), at
+
+    def reach_of(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """For `rows`: max_read_offset, drain_max_offset, drain_end (NULL where not
+        known), and whether `Config.reach` has the row's partition at all."""
+        n = len(rows)
+        mx, dmx, end = (np.full(n, NULL, np.int64) for _ in range(3))
+        known = np.zeros(n, bool)
+        for topic, partition, at in self.by_tp(rows):
+            r = self.cfg.of(topic, partition)
             if r is not None:
                 mx[at], dmx[at], end[at] = r
                 known[at] = True
@@ -250,7 +274,8 @@ def _keyed(name: str, row: dict[str, Any]) -> tuple[str, str, str]:
 
 def duplicate(b: Bucket) -> Iterator[tuple[str, str, str]]:
     """A value the version order (every polled record, every send that must have
-    committed at a known offset) holds at two or more positions."""
+    committed at a known offset) holds at two or more positions; for a copier's
+    output, also eos-output-duplicate of its input."""
     placed = b.must & (b.off != NULL) & (b.part != NULL)
     rows = b.distinct(np.flatnonzero((b.polled | placed) & (b.val != NULL)))
     if not len(rows):
@@ -263,6 +288,11 @@ def duplicate(b: Bucket) -> Iterator[tuple[str, str, str]]:
         # to_json leaves a struct's null fields out inside an array too.
         positions = [{k: x for k, x in pos.items() if x is not None} for pos in positions]
         yield _keyed("duplicate", {"value": v, "positions": len(at), "at": positions})
+        if v < 0:
+            # The copier's output of input -(v + 1), at two positions or more: whether
+            # or not the input was acknowledged or committed past, once is the promise.
+            row = {"value": -v - 1, "copies": len(at), "at": positions}
+            yield _keyed("eos-output-duplicate", row)
 
 
 def _nulls_first(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -362,6 +392,58 @@ def precommitted_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
             yield _keyed("precommitted-read", row)
 
 
+# --- consumer groups and the exactly-once copier (claims C11, C16-C19) ---------------
+
+
+def _below(
+    b: Bucket, rows: np.ndarray, committed: dict[tuple[str, int], list[int]], name: str
+) -> Iterator[tuple[str, str, str]]:
+    """A `name` row per row of `rows` and committed offset of its partition above it."""
+    for topic, partition, at in b.by_tp(rows):
+        for c in committed.get((topic, partition), ()):
+            for r in rows[at[b.off[rows[at]] < c]].tolist():
+                row = {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r]), "committed": c}
+                yield _keyed(name, row)
+
+
+def group_missed(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """A value that must have committed, below the consumer group's final committed
+    offset, that the group's application never processed."""
+    committed = cfg.committed("consumer")
+    if not committed:
+        return iter(())
+    rows = np.flatnonzero(b.must & (b.off != NULL) & ~b.of_value(b.processed))
+    return _below(b, rows, committed, "group-missed")
+
+
+def group_redelivered(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """A value the group's application processed more than once: deliveries are
+    records in process micro-ops, so one op that handled a value twice counts too."""
+    rows = np.flatnonzero(b.processed)
+    if len(rows) < 2:
+        return
+    rows = rows[np.argsort(b.val[rows], kind="stable")]
+    _, starts, counts = np.unique(b.val[rows], return_index=True, return_counts=True)
+    procs = b.process(rows)
+    for s, n in zip(starts[counts > 1].tolist(), counts[counts > 1].tolist(), strict=True):
+        at = rows[s : s + n]
+        ops = {int(i) for i in b.index[at].tolist() if i != NULL}
+        who = sorted({p for p in procs[s : s + n] if p is not None})
+        row = {"value": py(b.val[at[0]]), "times": n, "ops": len(ops), "processes": who}
+        yield _keyed("group-redelivered", row)
+
+
+def eos_output_lost(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """An input value that must have committed and that the copier group committed
+    past, whose output, -(v + 1), no read returned."""
+    committed = cfg.committed("copier")
+    if not committed:
+        return iter(())
+    copied = -b.val[b.read & (b.val < 0) & (b.val != NULL)] - 1
+    inputs = b.must & (b.val >= 0) & (b.off != NULL) & ~np.isin(b.val, copied)
+    return _below(b, np.flatnonzero(inputs), committed, "eos-output-lost")
+
+
 # --- the kernel -----------------------------------------------------------------------
 
 
@@ -376,5 +458,8 @@ def kernel(cfg: Config, t: pa.Table) -> pa.Table:
             *aborted_read(b, cfg),
             *vanished_read(b, cfg),
             *precommitted_read(b),
+            *group_missed(b, cfg),
+            *group_redelivered(b),
+            *eos_output_lost(b, cfg),
         ]
     )

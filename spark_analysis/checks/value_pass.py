@@ -1,8 +1,10 @@
-"""The one pass behind the value-keyed checks: every send, polled record and attempted
-value shuffled once into buckets of values (a hash of the value), and
+"""The one pass behind the value-keyed checks: every send, polled record, attempted
+value and processed record shuffled once into buckets of values (a hash of the value,
+the copier's output -(v + 1) with its input v), and
 value_kernel.py's function applied to each bucket as Arrow (`applyInArrow`). What is
 per partition comes in beforehand: how far reads and the final drain reached in each,
-a row per partition collected to the driver and shipped with the function.
+a row per partition collected to the driver and shipped with the function, and so
+are the groups' final committed offsets.
 
 torn-txn sums the kernel's rows of each committed transaction's unread sends per
 transaction (`torn_txns`): a transaction's values lie in many buckets. The pass's rows
@@ -20,6 +22,7 @@ from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_l
 from kafka_trial.spark_analysis.checks.value_kernel import (
     ATTEMPTED,
     POLLED,
+    PROCESSED,
     SEND,
     TXN_MISSING,
     Config,
@@ -28,7 +31,7 @@ from kafka_trial.spark_analysis.checks.value_kernel import (
 from kafka_trial.spark_analysis.facts.derived import committed_sends, read_reach, writes
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 # Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
@@ -60,9 +63,20 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
         F.col("role").eqNullSafe("drain").alias("drain"),
         F.when(F.col("f") == "txn", F.col("type")).alias("ptype"),
     )
-    attempted = fr.attempted.select(F.lit(ATTEMPTED).alias("kind"), "value")
-    rows = sends.unionByName(polled, allowMissingColumns=True)
-    return with_longs(rows.unionByName(attempted, allowMissingColumns=True), _LONGS)
+    rows = sends.unionByName(polled, allowMissingColumns=True).unionByName(
+        fr.attempted.select(F.lit(ATTEMPTED).alias("kind"), "value"), allowMissingColumns=True
+    )
+    if fr.processed_records:
+        # Only a consumers' group processes: a producers-only run (the default) reads
+        # nothing for it.
+        processed = fr.processed.select(F.lit(PROCESSED).alias("kind"), "value", "index", "process")
+        rows = rows.unionByName(processed, allowMissingColumns=True)
+    return with_longs(rows, _LONGS)
+
+
+def input_id(value: Column) -> Column:
+    """The input a value stands for: itself, or for the copier's output -(v + 1), v."""
+    return F.when(value < 0, -value - 1).otherwise(value)
 
 
 def reach(fr: AnalysisFrames) -> tuple[tuple[Any, ...], ...]:
@@ -87,13 +101,17 @@ def value_rows(fr: AnalysisFrames) -> DataFrame:
     """(type, key, detail) rows of every value-keyed check, built once per analysis."""
 
     def build() -> DataFrame:
-        cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends)
+        offsets = ()
+        if fr.consumer_offsets or fr.copier_offsets:
+            found = fr.group_offsets.collect()
+            offsets = tuple((r["role"], r["topic"], r["partition"], r["committed"]) for r in found)
+        cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends, offsets)
 
         def per_bucket(_: tuple[Any, ...], t: pa.Table) -> pa.Table:
             return kernel(cfg, t)
 
         buckets = max(1, -(-fr.lines // LINES_PER_BUCKET))
-        bucket = F.pmod(F.xxhash64("value"), F.lit(buckets)).alias("bucket")
+        bucket = F.pmod(F.xxhash64(input_id(F.col("value"))), F.lit(buckets)).alias("bucket")
         return value_input(fr).groupBy(bucket).applyInArrow(per_bucket, OUT_SCHEMA)
 
     return fr.shared("value_rows", build)

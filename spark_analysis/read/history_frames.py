@@ -95,12 +95,12 @@ class Frames:
     reader_polls: bool = True
     failed_sends: bool = True  # some send failed (`sends` holds an outcome "fail")
     # A group's final offsets were recorded, by the consumers' group (`consumer_offsets`)
-    # and by the exactly-once copier's (`copier_offsets`); some record or send carries
-    # a negative value (`negative_values`: the copier's outputs, -(v + 1)). Without
-    # them the group and copier checks have nothing to judge and plan nothing.
+    # and by the exactly-once copier's (`copier_offsets`), and a group member processed
+    # records (`processed_records`). Without them the value pass neither collects the
+    # offsets nor reads the processed records.
     consumer_offsets: bool = True
     copier_offsets: bool = True
-    negative_values: bool = True
+    processed_records: bool = True
     # The takeovers that fenced a named session, by time (none in most runs): the
     # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
     fences: tuple[Fence, ...] = ()
@@ -203,7 +203,12 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         "consumer_offsets": _offset_rows(completed)
         & (F.coalesce(F.col("role"), F.lit("consumer")) == "consumer"),
         "copier_offsets": _offset_rows(completed) & (F.col("role") == "copier"),
-        "negative_values": ~line & (F.col("value") < 0),
+        # `_processed`' rows: what a consumers' group handled.
+        "processed": completed
+        & (F.col("type") == "ok")
+        & (F.col("f") == "process")
+        & (F.col("kind") == "record")
+        & (F.col("op") == "process"),
         # `_rebalances`' rows.
         "rebalance_rows": completed
         & (F.col("type") == "ok")
@@ -515,6 +520,6 @@ def load(
         failed_sends=decided["failed_sends"] > 0,
         consumer_offsets=decided["consumer_offsets"] > 0,
         copier_offsets=decided["copier_offsets"] > 0,
-        negative_values=decided["negative_values"] > 0,
+        processed_records=decided["processed"] > 0,
         fences=_fences(spark, path) if decided["fences"] else (),
     )

@@ -181,6 +181,31 @@ def test_reference_withdraws_a_drain_end_found_held_later(tmp_path: Path) -> Non
     assert twin["lost-write"] == {1} and twin["unseen"] == set()
 
 
+def _group_history(processed: list[int], outputs_read: list[int]) -> list[Op]:
+    """Three values acknowledged in partition 0; the consumers' group and the copier
+    both committed past 0 and 1."""
+    return [
+        ("send", 0, [(0, 0, 0, "ok", False), (1, 0, 1, "ok", False), (2, 0, 2, "ok", False)]),
+        ("poll", 10, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], None, {}),
+        ("process", 10, [(v, 0, v) for v in processed]),
+        ("offsets", 10, {0: 2}, "consumer"),
+        ("txn", 1, [(-1, OUT, 0), (-2, OUT, 1)], "ok", None),  # the copier's outputs
+        ("offsets", 1, {0: 2}, "copier"),
+        ("poll", 90, [(0, 0, 0), (1, 0, 1), (2, 0, 2)], "drain", {0: 3}),
+        ("poll", 90, [(-v - 1, OUT, v) for v in outputs_read], "drain", {}),
+    ]
+
+
+def test_reference_flags_what_groups_committed_past_and_never_handled(tmp_path: Path) -> None:
+    """1 lies below both groups' committed offset 2: the consumers never processed it
+    (group-missed) and no read returned the copier's output of it (eos-output-lost).
+    Its twin processed it and read its output; 2 lies above both, unjudged."""
+    got = _reference_of(_group_history([0], [0]), tmp_path / "planted")
+    assert (got["group-missed"], got["eos-output-lost"]) == ({1}, {1})
+    twin = _reference_of(_group_history([0, 1], [0, 1]), tmp_path / "twin")
+    assert (twin["group-missed"], twin["eos-output-lost"]) == (set(), set())
+
+
 def test_reference_flags_planted_transactional_and_group_anomalies(tmp_path: Path) -> None:
     """The classes issue 26 added to the model, each planted once."""
     planted: list[Op] = [

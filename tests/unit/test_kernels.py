@@ -20,7 +20,7 @@ from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import load
 from pyspark.sql import functions as F
 
-from tests.batched import write_cases
+from tests.batched import Case, Cases, write_cases
 from tests.query_checks import QUERIES
 from tests.random_histories import history, write
 from tests.unit import (
@@ -30,6 +30,37 @@ from tests.unit import (
     test_checker_positions,
     test_checker_txn_and_polls,
 )
+
+# The group and copier checks' planted cases are judged alone elsewhere
+# (test_checker_groups.py, test_checker_eos.py): here they are batched, with twins.
+GROUPS = Cases()
+
+
+def _three_acked(b: Case, processed: list[tuple[int, int, int]], *committed: int) -> None:
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.poll(5, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.processed(5, processed)
+    for i, c in enumerate(committed):
+        b.group_offsets(9 + i, {0: c})
+
+
+GROUPS.add("group committed past two it never processed")(lambda b: _three_acked(b, [(1, 0, 0)], 3))
+GROUPS.add("group committed past what it processed only")(lambda b: _three_acked(b, [(1, 0, 0)], 1))
+# Two final offsets for one partition: a row for each one a value lies below.
+GROUPS.add("group offsets recorded twice")(lambda b: _three_acked(b, [(2, 0, 1)], 1, 3))
+
+
+def _copied(b: Case, read_out: list[tuple[int, int, int]]) -> None:
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.copy(5, [(1, 0, 0), (2, 0, 1)], [(-2, 0, 0), (-3, 0, 1)])
+    b.group_offsets(9, {0: 2}, role="copier")
+    b.poll(8, [(1, 0, 0), (2, 0, 1), (3, 0, 2)])
+    b.read_out(8, read_out)
+
+
+GROUPS.add("copier output lost")(lambda b: _copied(b, [(-2, 0, 0)]))
+GROUPS.add("copier output whole")(lambda b: _copied(b, [(-2, 0, 0), (-3, 0, 1)]))
+
 
 PLANTED = {
     f"{mod.__name__.rsplit('.', 1)[-1]}: {name}": build
@@ -41,7 +72,7 @@ PLANTED = {
         test_checker_txn_and_polls,
     )
     for name, build in mod.CASES.items()
-}
+} | {f"groups: {name}": build for name, build in GROUPS.items()}
 
 
 KERNELS = {"partition": (KERNEL_CHECKS, kernel_frame), "value": (VALUE_CHECKS, value_frame)}

@@ -1,13 +1,16 @@
 """Work the analysis leaves out where a history cannot need it: the frames say whether
 anyone but the final drain read (vanished-read has nothing to judge otherwise),
 whether any send failed (no value is never-written otherwise), and whether a group or
-the copier recorded offsets or wrote outputs (the group and copier checks have nothing
-to judge otherwise)."""
+the copier recorded offsets or a group processed records (the value pass collects no
+offsets and reads no processed record otherwise)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from kafka_trial.spark_analysis.checks.value_kernel import PROCESSED
+from kafka_trial.spark_analysis.checks.value_pass import value_frame, value_input
 from kafka_trial.spark_analysis.facts.derived import never_written_values
 from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import load
@@ -45,43 +48,55 @@ def test_no_failed_send_means_no_never_written_value(spark, tmp_path: Path) -> N
         fr.release()
 
 
-def _plans_nothing(df) -> bool:
-    """Spark optimised the check's query to an empty relation: it reads nothing."""
-    return "LocalRelation <empty>" in df._jdf.queryExecution().optimizedPlan().toString()
+def _reads_processed(fr: AnalysisFrames) -> bool:
+    """The value pass's input takes the processed records in (kind PROCESSED)."""
+    plan = value_input(fr)._jdf.queryExecution().analyzed().toString()
+    return f"{PROCESSED} AS kind" in plan
 
 
-def test_without_groups_or_a_copier_their_checks_plan_nothing(spark, tmp_path: Path) -> None:
-    from kafka_trial.spark_analysis.checks.groups import (
-        eos_output_duplicate,
-        eos_output_lost,
-        group_missed,
-    )
+GROUP_CHECKS = ("group-missed", "group-redelivered", "eos-output-lost", "eos-output-duplicate")
 
-    checks = (group_missed, eos_output_lost, eos_output_duplicate)
+
+def _found(fr: AnalysisFrames) -> dict[str, list]:
+    rows = value_frame(fr, GROUP_CHECKS).collect()
+    return {
+        n: sorted(json.loads(r["detail"])["value"] for r in rows if r["type"] == n)
+        for n in GROUP_CHECKS
+    }
+
+
+def test_without_groups_or_a_copier_the_value_pass_reads_nothing_for_them(
+    spark, tmp_path: Path
+) -> None:
     producers = Builder(tmp_path / "a")
     producers.sends(0, [(0, 0, 0, "ok"), (1, 0, 1, "ok")]).drain(9, [(0, 0, 0)], at_end={0: 2})
     fr = AnalysisFrames(load(spark, str(producers.done() / "history.jsonl")))
     try:
-        assert (fr.consumer_offsets, fr.copier_offsets, fr.negative_values) == (False,) * 3
-        assert all(_plans_nothing(check(fr)) for check in checks)
+        assert (fr.consumer_offsets, fr.copier_offsets, fr.processed_records) == (False,) * 3
+        assert not _reads_processed(fr)
+        assert _found(fr) == {n: [] for n in GROUP_CHECKS}
     finally:
         fr.release()
-    # The twin: a consumers' group and the copier's recorded their offsets, and the
-    # copier wrote an output (-(0 + 1)): each check plans its query, and finds its rows.
+    # The twin: a consumers' group processed value 1 twice and recorded its offsets,
+    # the copier recorded its, and wrote an output of 0 (-(0 + 1)) twice: the pass
+    # reads the processed records, and each check finds its rows.
     both = Builder(tmp_path / "b")
     both.sends(0, [(0, 0, 0, "ok"), (1, 0, 1, "ok")])
     both.copy(3, [(0, 0, 0)], [(-1, 0, 0)]).copy(4, [(0, 0, 0)], [(-1, 0, 1)])
+    both.processed(7, [(1, 0, 1), (1, 0, 1)])
     both.group_offsets(5, {0: 2}).group_offsets(6, {0: 2}, role="copier")
     both.drain(9, [(0, 0, 0)], at_end={0: 2})
     fr = AnalysisFrames(load(spark, str(both.done() / "history.jsonl")))
     try:
-        assert (fr.consumer_offsets, fr.copier_offsets, fr.negative_values) == (True,) * 3
-        assert not any(_plans_nothing(check(fr)) for check in checks)
-        # Both values are below both groups' committed offset 2: nobody processed
-        # them, and no read returned an output of either; value 0's output was
-        # written at two offsets.
-        assert sorted(r["value"] for r in group_missed(fr).collect()) == [0, 1]
-        assert sorted(r["value"] for r in eos_output_lost(fr).collect()) == [0, 1]
-        assert [r["value"] for r in eos_output_duplicate(fr).collect()] == [0]
+        assert (fr.consumer_offsets, fr.copier_offsets, fr.processed_records) == (True,) * 3
+        assert _reads_processed(fr)
+        # Both values are below both groups' committed offset 2: nobody processed 0,
+        # and no read returned an output of either.
+        assert _found(fr) == {
+            "group-missed": [0],
+            "group-redelivered": [1],
+            "eos-output-lost": [0, 1],
+            "eos-output-duplicate": [0],
+        }
     finally:
         fr.release()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kafka_trial.spark_analysis.checks.app import app_ids, missing_inputs
 from kafka_trial.spark_analysis.checks.reads import rebalance_events
 from kafka_trial.spark_analysis.facts.derived import (
     acked_sends,
@@ -556,4 +557,37 @@ def eos_output_duplicate(fr: AnalysisFrames) -> DataFrame:
             F.sort_array(F.collect_list(F.struct(*TP, "offset"))).alias("at"),
         )
         .filter(F.col("copies") > 1)
+    )
+
+
+# --- the application on trial's outputs (value_kernel.py) ----------------------------
+
+
+@query("app-output-lost")
+def app_output_lost(fr: AnalysisFrames) -> DataFrame:
+    return (
+        missing_inputs(fr)
+        .filter(F.col("below"))
+        .select("value", *TP, "offset", "committed", F.lit("committed past").alias("reason"))
+    )
+
+
+@query("app-output-duplicate")
+def app_output_duplicate(fr: AnalysisFrames) -> DataFrame:
+    return (
+        app_ids(fr)
+        .join(fr.attempted, "value", "left_semi")
+        .groupBy("value")
+        .agg(F.sort_array(F.collect_set(F.struct(*TP, "offset"))).alias("at"))
+        .filter(F.size("at") > 1)
+        .select("value", F.size("at").alias("copies"), "at", F.lit("output twice").alias("reason"))
+    )
+
+
+@query("app-output-unexpected")
+def app_output_unexpected(fr: AnalysisFrames) -> DataFrame:
+    return (
+        app_ids(fr)
+        .join(fr.attempted, "value", "left_anti")
+        .select("value", *TP, "offset", F.lit("never sent").alias("reason"))
     )

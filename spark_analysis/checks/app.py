@@ -1,7 +1,10 @@
 """Checks of the application on trial: a black box between the run's topic
 (the input, judged by every other check) and its output topic, whose records each
 carry the id of the input they came from. The output drain's records are
-`Frames.app_output`, kept out of the input's reads (history_frames).
+`Frames.app_output`, kept out of the input's reads (history_frames). The checks of
+one input's outputs (lost, duplicate, unexpected) are the value pass's
+(value_kernel.py); here are the facts they and undecided.py share, and the order of
+each output partition.
 
 Which of these a run allows is its declared guarantee's business
 (checkers/app_guarantees.py); what the history cannot decide (outputs without an id,
@@ -51,47 +54,6 @@ def missing_inputs(fr: AnalysisFrames) -> DataFrame:
     """`consumed_inputs` that no output record carries."""
     out = app_ids(fr).select("value").distinct()
     return consumed_inputs(fr).join(out, "value", "left_anti")
-
-
-@check("app-output-lost")
-def app_output_lost(fr: AnalysisFrames) -> DataFrame:
-    """An input that must have committed, below the app group's committed offset of its
-    partition, that no output record carries. Inputs at or above it are undecided (the
-    app may not have got to them yet), and so is the whole finding where the output
-    drain did not read every output partition to its end (undecided.py)."""
-    lost = (
-        missing_inputs(fr)
-        .filter(F.col("below"))
-        .select("value", *TP, "offset", "committed", F.lit("committed past").alias("reason"))
-    )
-    return _with_app(fr, lost)
-
-
-@check("app-output-duplicate")
-def app_output_duplicate(fr: AnalysisFrames) -> DataFrame:
-    """An input value (some send attempted it) that output records carry at two or more
-    distinct positions; the same record read twice is one position."""
-    dup = (
-        app_ids(fr)
-        .join(fr.attempted, "value", "left_semi")
-        .groupBy("value")
-        .agg(F.sort_array(F.collect_set(F.struct(*TP, "offset"))).alias("at"))
-        .filter(F.size("at") > 1)
-        .select("value", F.size("at").alias("copies"), "at", F.lit("output twice").alias("reason"))
-    )
-    return _with_app(fr, dup)
-
-
-@check("app-output-unexpected")
-def app_output_unexpected(fr: AnalysisFrames) -> DataFrame:
-    """An output record whose id no send ever attempted (one row per record; the count
-    is of distinct ids)."""
-    odd = (
-        app_ids(fr)
-        .join(fr.attempted, "value", "left_anti")
-        .select("value", *TP, "offset", F.lit("never sent").alias("reason"))
-    )
-    return _with_app(fr, odd)
 
 
 def _input_positions(fr: AnalysisFrames) -> DataFrame:

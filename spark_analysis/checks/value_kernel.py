@@ -13,8 +13,9 @@ Input rows (`kind`): a send (SEND) with `must_commit`, `written` (its outcome is
 fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) with
 `ok` (a read: an ok op's), `drain` (the final drain's) and `ptype` (a transaction's
 own poll: its op's type, else null); a value some send invoked (ATTEMPTED); a record
-a group member's process micro-op handled (PROCESSED). A bucket holds every row of
-each of its values, and the copier's output of input v, -(v + 1), goes with v
+a group member's process micro-op handled (PROCESSED); a record the application's
+output drain returned that carries an input id (APP_OUTPUT, `value` the id). A bucket
+holds every row of each of its values, and the copier's output of input v, -(v + 1), goes with v
 (value_pass.py's `input_id`), so any set of values asked of it (read, attempted,
 written, drained, processed, copied) is whole. What is per partition comes in
 `Config`: how far reads and the final drain reached in each, and the groups' final
@@ -55,8 +56,11 @@ VALUE_CHECKS = (
     "group-redelivered",
     "eos-output-lost",
     "eos-output-duplicate",
+    "app-output-lost",
+    "app-output-duplicate",
+    "app-output-unexpected",
 )
-SEND, POLLED, ATTEMPTED, PROCESSED = 0, 1, 2, 3
+SEND, POLLED, ATTEMPTED, PROCESSED, APP_OUTPUT = 0, 1, 2, 3, 4
 # Not a check: a committed transactional send no read returned, keyed by its op's
 # index, with whether its value is proven lost (lost-write's proof).
 TXN_MISSING = "txn-missing"
@@ -75,8 +79,8 @@ class Config:
     reader_polls: bool = True
     failed_sends: bool = True
     # (role, topic, partition, committed): each group's final committed offsets, as
-    # history_frames' `group_offsets` (role "consumer" or "copier"; a partition may
-    # have more than one).
+    # history_frames' `group_offsets` (role "consumer", "copier" or "app"; a partition
+    # may have more than one).
     offsets: tuple[tuple[str, str, int, int], ...] = ()
     _by_tp: dict[tuple[str, int], tuple[int, int, int]] = field(
         init=False, compare=False, repr=False
@@ -113,6 +117,7 @@ class Bucket:
         self.part, self.index = longs(t, "partition"), longs(t, "index")
         self.send, self.polled = kind == SEND, kind == POLLED
         self.attempted, self.processed = kind == ATTEMPTED, kind == PROCESSED
+        self.app_output = kind == APP_OUTPUT
         self.must = flags(t, "must_commit") & self.send
         self.read = flags(t, "ok") & self.polled  # history_frames' reads
         self.drained = flags(t, "drain") & self.read
@@ -280,19 +285,37 @@ def duplicate(b: Bucket) -> Iterator[tuple[str, str, str]]:
     rows = b.distinct(np.flatnonzero((b.polled | placed) & (b.val != NULL)))
     if not len(rows):
         return
+    for v, positions in _at_two_or_more(b, rows):
+        yield _keyed("duplicate", {"value": v, "positions": len(positions), "at": positions})
+        if v < 0:
+            # The copier's output of input -(v + 1), at two positions or more: whether
+            # or not the input was acknowledged or committed past, once is the promise.
+            row = {"value": -v - 1, "copies": len(positions), "at": positions}
+            yield _keyed("eos-output-duplicate", row)
+
+
+_POS = ("topic", "partition", "offset")
+
+
+def _at_two_or_more(b: Bucket, rows: np.ndarray) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Of distinct records `rows`, each value at two or more, with its positions as
+    sort_array orders structs of (topic, partition, offset)."""
     vals, counts = np.unique(b.val[rows], return_counts=True)
     for v in vals[counts > 1].tolist():
         at = [(b.topic(r), py(b.part[r]), py(b.off[r])) for r in rows[b.val[rows] == v].tolist()]
         at.sort(key=_nulls_first)
-        positions = [{"topic": t, "partition": p, "offset": o} for t, p, o in at]
         # to_json leaves a struct's null fields out inside an array too.
-        positions = [{k: x for k, x in pos.items() if x is not None} for pos in positions]
-        yield _keyed("duplicate", {"value": v, "positions": len(at), "at": positions})
-        if v < 0:
-            # The copier's output of input -(v + 1), at two positions or more: whether
-            # or not the input was acknowledged or committed past, once is the promise.
-            row = {"value": -v - 1, "copies": len(at), "at": positions}
-            yield _keyed("eos-output-duplicate", row)
+        yield (
+            v,
+            [
+                {
+                    k: x
+                    for k, x in zip(("topic", "partition", "offset"), pos, strict=True)
+                    if x is not None
+                }
+                for pos in at
+            ],
+        )
 
 
 def _nulls_first(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -396,14 +419,19 @@ def precommitted_read(b: Bucket) -> Iterator[tuple[str, str, str]]:
 
 
 def _below(
-    b: Bucket, rows: np.ndarray, committed: dict[tuple[str, int], list[int]], name: str
+    b: Bucket,
+    rows: np.ndarray,
+    committed: dict[tuple[str, int], list[int]],
+    name: str,
+    **more: Any,
 ) -> Iterator[tuple[str, str, str]]:
-    """A `name` row per row of `rows` and committed offset of its partition above it."""
+    """A `name` row per row of `rows` and committed offset of its partition above it,
+    with `more` fields."""
     for topic, partition, at in b.by_tp(rows):
         for c in committed.get((topic, partition), ()):
             for r in rows[at[b.off[rows[at]] < c]].tolist():
                 row = {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r]), "committed": c}
-                yield _keyed(name, row)
+                yield _keyed(name, row | more)
 
 
 def group_missed(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
@@ -444,6 +472,38 @@ def eos_output_lost(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
     return _below(b, np.flatnonzero(inputs), committed, "eos-output-lost")
 
 
+# --- the application on trial (checks/app.py has the rest) ----------------------------
+
+
+def app_output_lost(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
+    """An input that must have committed, below the app group's committed offset of its
+    partition, that no output record carries. Inputs at or above it are undecided
+    (undecided.py), as is the whole finding where the output drain did not read every
+    output partition to its end."""
+    committed = cfg.committed("app")
+    if not committed:
+        return
+    rows = np.flatnonzero(b.must & (b.off != NULL) & ~b.of_value(b.app_output))
+    yield from _below(b, rows, committed, "app-output-lost", reason="committed past")
+
+
+def app_output_duplicate(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """An input value (some send attempted it) that output records carry at two or
+    more distinct positions; the same record read twice is one position."""
+    rows = b.distinct(np.flatnonzero(b.app_output & b.of_value(b.attempted)))
+    for v, positions in _at_two_or_more(b, rows):
+        row = {"value": v, "copies": len(positions), "at": positions, "reason": "output twice"}
+        yield _keyed("app-output-duplicate", row)
+
+
+def app_output_unexpected(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """An output record whose id no send ever attempted (a row per record as read;
+    the count is of distinct ids)."""
+    for r in np.flatnonzero(b.app_output & ~b.of_value(b.attempted)).tolist():
+        row = {"value": py(b.val[r]), **b.tp(r), "offset": py(b.off[r]), "reason": "never sent"}
+        yield _keyed("app-output-unexpected", row)
+
+
 # --- the kernel -----------------------------------------------------------------------
 
 
@@ -461,5 +521,8 @@ def kernel(cfg: Config, t: pa.Table) -> pa.Table:
             *group_missed(b, cfg),
             *group_redelivered(b),
             *eos_output_lost(b, cfg),
+            *app_output_lost(b, cfg),
+            *app_output_duplicate(b),
+            *app_output_unexpected(b),
         ]
     )

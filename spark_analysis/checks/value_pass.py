@@ -1,10 +1,10 @@
 """The one pass behind the value-keyed checks: every send, polled record, attempted
-value and processed record shuffled once into buckets of values (a hash of the value,
-the copier's output -(v + 1) with its input v), and
+value, processed record and application output record shuffled once into buckets of
+values (a hash of the value, the copier's output -(v + 1) with its input v), and
 value_kernel.py's function applied to each bucket as Arrow (`applyInArrow`). What is
 per partition comes in beforehand: how far reads and the final drain reached in each,
-a row per partition collected to the driver and shipped with the function, and so
-are the groups' final committed offsets.
+a row per partition collected to the driver and shipped with the function, and so are
+the groups' final committed offsets.
 
 torn-txn sums the kernel's rows of each committed transaction's unread sends per
 transaction (`torn_txns`): a transaction's values lie in many buckets. The pass's rows
@@ -17,9 +17,11 @@ from typing import Any
 
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, value_kernel
+from kafka_trial.spark_analysis.checks.app import app_ids
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
 from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
 from kafka_trial.spark_analysis.checks.value_kernel import (
+    APP_OUTPUT,
     ATTEMPTED,
     POLLED,
     PROCESSED,
@@ -71,6 +73,9 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
         # nothing for it.
         processed = fr.processed.select(F.lit(PROCESSED).alias("kind"), "value", "index", "process")
         rows = rows.unionByName(processed, allowMissingColumns=True)
+    if fr.app_present:
+        out = app_ids(fr).select(F.lit(APP_OUTPUT).alias("kind"), "value", *TP, "offset")
+        rows = rows.unionByName(out, allowMissingColumns=True)
     return with_longs(rows, _LONGS)
 
 
@@ -102,7 +107,7 @@ def value_rows(fr: AnalysisFrames) -> DataFrame:
 
     def build() -> DataFrame:
         offsets = ()
-        if fr.consumer_offsets or fr.copier_offsets:
+        if fr.consumer_offsets or fr.copier_offsets or fr.app_present:
             found = fr.group_offsets.collect()
             offsets = tuple((r["role"], r["topic"], r["partition"], r["committed"]) for r in found)
         cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends, offsets)

@@ -21,6 +21,7 @@ from kafka_trial.spark_analysis.read.history_frames import load
 from pyspark.sql import functions as F
 
 from tests.batched import Case, Cases, write_cases
+from tests.histories import APP_OUT
 from tests.query_checks import QUERIES
 from tests.random_histories import history, write
 from tests.unit import (
@@ -31,8 +32,9 @@ from tests.unit import (
     test_checker_txn_and_polls,
 )
 
-# The group and copier checks' planted cases are judged alone elsewhere
-# (test_checker_groups.py, test_checker_eos.py): here they are batched, with twins.
+# The group, copier and app checks' planted cases are judged alone elsewhere
+# (test_checker_groups.py, test_checker_eos.py, test_checker_app.py): here they are
+# batched, with twins.
 GROUPS = Cases()
 
 
@@ -60,6 +62,27 @@ def _copied(b: Case, read_out: list[tuple[int, int, int]]) -> None:
 
 GROUPS.add("copier output lost")(lambda b: _copied(b, [(-2, 0, 0)]))
 GROUPS.add("copier output whole")(lambda b: _copied(b, [(-2, 0, 0), (-3, 0, 1)]))
+
+
+def _app(b: Case, outputs: list[tuple[int, int, int]]) -> None:
+    """test_checker_app.py's app run: five inputs, the app group past all of them, and
+    the output drain's `outputs` (id, partition, offset) of the output topic."""
+    b.sends(0, [(1, 0, 0, "ok"), (2, 0, 1, "ok"), (3, 0, 2, "ok")])
+    b.sends(1, [(4, 1, 0, "ok"), (5, 1, 1, "ok")])
+    b.group_offsets(9, {0: 3, 1: 2}, role="app")
+    b.drain(8, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)], at_end={0: 3, 1: 2})
+    records = [{"topic": APP_OUT, "partition": p, "offset": o, "value": v} for v, p, o in outputs]
+    b.h.invoke(7, "poll", [{"op": "poll", "role": "app-output"}])
+    b.h.complete("ok", 7, "poll", [{"op": "poll", "role": "app-output", "records": records}])
+
+
+# 3 never output, 1 output twice, 9000 never sent.
+GROUPS.add("app output lost, doubled and foreign")(
+    lambda b: _app(b, [(1, 0, 0), (2, 0, 1), (1, 0, 2), (9000, 0, 3), (4, 1, 0), (5, 1, 1)])
+)
+GROUPS.add("app output whole")(
+    lambda b: _app(b, [(1, 0, 0), (2, 0, 1), (3, 0, 2), (4, 1, 0), (5, 1, 1)])
+)
 
 
 PLANTED = {

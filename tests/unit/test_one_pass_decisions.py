@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_trial.spark_analysis.checks.value_kernel import PROCESSED
+from kafka_trial.spark_analysis.checks.value_kernel import APP_OUTPUT, PROCESSED
 from kafka_trial.spark_analysis.checks.value_pass import value_frame, value_input
 from kafka_trial.spark_analysis.facts.derived import never_written_values
 from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
 from kafka_trial.spark_analysis.read.history_frames import load
 
-from tests.histories import Builder, group_poll
+from tests.histories import Builder, app_inputs, group_poll
 
 
 def test_a_drain_alone_is_no_reader_and_a_consumer_is(spark, tmp_path: Path) -> None:
@@ -48,10 +48,10 @@ def test_no_failed_send_means_no_never_written_value(spark, tmp_path: Path) -> N
         fr.release()
 
 
-def _reads_processed(fr: AnalysisFrames) -> bool:
-    """The value pass's input takes the processed records in (kind PROCESSED)."""
+def _reads(fr: AnalysisFrames, kind: int) -> bool:
+    """The value pass's input takes rows of `kind` in (value_kernel.py's kinds)."""
     plan = value_input(fr)._jdf.queryExecution().analyzed().toString()
-    return f"{PROCESSED} AS kind" in plan
+    return f"{kind} AS kind" in plan
 
 
 GROUP_CHECKS = ("group-missed", "group-redelivered", "eos-output-lost", "eos-output-duplicate")
@@ -73,7 +73,7 @@ def test_without_groups_or_a_copier_the_value_pass_reads_nothing_for_them(
     fr = AnalysisFrames(load(spark, str(producers.done() / "history.jsonl")))
     try:
         assert (fr.consumer_offsets, fr.copier_offsets, fr.processed_records) == (False,) * 3
-        assert not _reads_processed(fr)
+        assert not _reads(fr, PROCESSED) and not _reads(fr, APP_OUTPUT)
         assert _found(fr) == {n: [] for n in GROUP_CHECKS}
     finally:
         fr.release()
@@ -89,7 +89,7 @@ def test_without_groups_or_a_copier_the_value_pass_reads_nothing_for_them(
     fr = AnalysisFrames(load(spark, str(both.done() / "history.jsonl")))
     try:
         assert (fr.consumer_offsets, fr.copier_offsets, fr.processed_records) == (True,) * 3
-        assert _reads_processed(fr)
+        assert _reads(fr, PROCESSED) and not _reads(fr, APP_OUTPUT)
         # Both values are below both groups' committed offset 2: nobody processed 0,
         # and no read returned an output of either.
         assert _found(fr) == {
@@ -98,5 +98,16 @@ def test_without_groups_or_a_copier_the_value_pass_reads_nothing_for_them(
             "eos-output-lost": [0, 1],
             "eos-output-duplicate": [0],
         }
+    finally:
+        fr.release()
+
+
+def test_the_value_pass_reads_an_apps_output_only_where_an_app_ran(spark, tmp_path: Path) -> None:
+    # An app started and its group committed: its output drain's records are read in
+    # (the twin without an app is the producers-only run above).
+    app = app_inputs(tmp_path)
+    fr = AnalysisFrames(load(spark, str(app.done() / "history.jsonl")))
+    try:
+        assert fr.app_present and _reads(fr, APP_OUTPUT) and not _reads(fr, PROCESSED)
     finally:
         fr.release()

@@ -37,6 +37,7 @@ from kafka_trial.spark_analysis.checks.undecided import (
     undecided_findings,
 )
 from kafka_trial.spark_analysis.cycles.edges import not_searched
+from kafka_trial.spark_analysis.facts.shared_frames import analysis
 from kafka_trial.spark_analysis.facts.stats import stats
 from kafka_trial.spark_analysis.output import StageClock, results, write_results
 from kafka_trial.spark_analysis.read import (
@@ -208,11 +209,14 @@ def _judge(
         problems = damaged_problems(fr, tail, cut)
         stages.done("frames")
         status("analysis: running the checks")
-        anomalies = run_checks(fr, not_searched(fr, check.cycles))
-        stages.done("checks")
-        st = stats(fr)
-        inside = damaged_inside(fr, tail)
-        problems += undecided_findings(fr, anomalies, st, inside, check.allowed)
+        # One analysis for the checks and what the history cannot decide: the drain's
+        # shortfall reads the value pass's unseen rows the checks kept.
+        with analysis(fr) as plan:
+            anomalies = run_checks(plan, not_searched(fr, check.cycles))
+            stages.done("checks")
+            st = stats(fr)
+            inside = damaged_inside(fr, tail)
+            problems += undecided_findings(plan, anomalies, st, inside, check.allowed)
         problems += no_fault_problems(check.faults_asked, st["faults_injected"])
         stages.done("stats")
         facts = AnalysisFacts(

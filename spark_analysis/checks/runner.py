@@ -23,7 +23,12 @@ from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
 from kafka_trial.spark_analysis.checks.value_kernel import VALUE_CHECKS
 from kafka_trial.spark_analysis.checks.value_pass import value_frame
 from kafka_trial.spark_analysis.cycles import edges  # noqa: F401
-from kafka_trial.spark_analysis.facts.shared_frames import REGISTERED, AnalysisFrames, Check
+from kafka_trial.spark_analysis.facts.shared_frames import (
+    REGISTERED,
+    AnalysisFrames,
+    Check,
+    analysis,
+)
 from kafka_trial.spark_analysis.read.history_frames import Frames
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -78,12 +83,10 @@ def tagged_checks(fr: AnalysisFrames, names: Iterable[str]) -> list[DataFrame]:
 
 def run_checks(frames: Frames, skip: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """All checks in one pass: two Spark jobs instead of two per check. `skip`: the
-    checks not to run, each with the reason results.json gives."""
-    fr = AnalysisFrames(frames)
-    try:
+    checks not to run, each with the reason results.json gives. Given an
+    AnalysisFrames, the frames it keeps stay kept for its owner to release."""
+    with analysis(frames) as fr:
         return _judged(fr, skip)
-    finally:
-        fr.release()
 
 
 def _judged(fr: AnalysisFrames, skip: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:

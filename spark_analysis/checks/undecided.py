@@ -30,7 +30,7 @@ from kafka_trial.checkers.anomalies import ABSENCE
 from kafka_trial.spark_analysis.checks.app import app_offsets, missing_inputs
 from kafka_trial.spark_analysis.checks.value_pass import value_frame
 from kafka_trial.spark_analysis.facts.derived import drain_frontier
-from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, analysis
 from kafka_trial.spark_analysis.read.history_frames import Frames
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -103,16 +103,13 @@ def app_problems(
 ) -> list[str]:
     """What the history cannot decide about the application on trial (see the module's
     docstring); marks app-output-lost undecided where the output was not drained."""
-    plan = AnalysisFrames(fr)
-    try:
+    with analysis(fr) as plan:
         problems = [p for p in (_no_id(plan), _behind(plan, allowed)) if p]
         lost = anomalies.get("app-output-lost", {})
         if lost.get("count") and not lost.get("undecided"):
             short = _output_shortfall(plan)
             if short:
                 lost["undecided"] = short
-    finally:
-        plan.release()
     return problems
 
 
@@ -205,8 +202,8 @@ def drain_shortfall(fr: Frames) -> str:
     that the final drain did not finish, each with what the history says about why."""
     if not fr.drain_ran:
         return NO_DRAIN
-    plan = AnalysisFrames(fr)
-    try:
+    with analysis(fr) as plan:
+        # Given the checks' own analysis, the unseen rows are the value pass's, kept.
         reach = drain_frontier(plan)
         unseen = value_frame(plan, ("unseen",)).select(
             F.from_json("detail", "topic string, partition long").alias("at")
@@ -220,8 +217,6 @@ def drain_shortfall(fr: Frames) -> str:
             .orderBy(*TP)
             .collect()
         )
-    finally:
-        plan.release()
     named = [f"{_where(r)} ({_reason(r)})" for r in rows[:NAMED]]
     if len(rows) > NAMED:
         named.append(f"and {len(rows) - NAMED} more partition(s)")

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from kafka_trial.checkers.anomalies import ANOMALIES
@@ -50,6 +51,21 @@ class AnalysisFrames(Frames):
             else:
                 df.unpersist()
         self._kept.clear()
+
+
+@contextmanager
+def analysis(frames: Frames) -> Iterator[AnalysisFrames]:
+    """`frames` as one analysis: itself where it is one already (what it keeps stays
+    kept until its owner releases it, so a later step asks the same frames again for
+    nothing), else a new one, released at the end."""
+    if isinstance(frames, AnalysisFrames):
+        yield frames
+        return
+    plan = AnalysisFrames(frames)
+    try:
+        yield plan
+    finally:
+        plan.release()
 
 
 def _cuts(frames: Frames) -> bool:

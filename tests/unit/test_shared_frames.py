@@ -66,3 +66,46 @@ def test_a_history_above_the_bound_keeps_its_frames_cached(
         assert sorted(r["value"] for r in kept.collect()) == [1, 2, 3]
     finally:
         fr.release()
+
+
+def _passes(monkeypatch) -> list[int]:
+    """Counts the value passes planned (value_pass.value_input, once per pass)."""
+    from kafka_trial.spark_analysis.checks import value_pass
+
+    planned: list[int] = []
+    real = value_pass.value_input
+
+    def counted(fr: AnalysisFrames):
+        planned.append(1)
+        return real(fr)
+
+    monkeypatch.setattr(value_pass, "value_input", counted)
+    return planned
+
+
+def test_the_drain_shortfall_reads_the_value_pass_the_checks_kept(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    # 2 and 3 are never read, and the drain did not read partition 1 to its end: the
+    # drain's shortfall asks which values are unseen, which the checks' pass knows.
+    from kafka_trial.spark_analysis.checks.undecided import drain_shortfall
+
+    b = Builder(tmp_path / "run")
+    b.sends(0, [(1, 0, 0, "ok"), (2, 1, 0, "ok"), (3, 1, 1, "ok")])
+    b.drain(1, [(1, 0, 0)], at_end={0: 1})
+    frames = load(spark, str(b.done() / "history.jsonl"))
+    planned = _passes(monkeypatch)
+    plan = AnalysisFrames(frames)
+    try:
+        out = run_checks(plan)
+        assert out["unseen"]["count"] == 2
+        said = drain_shortfall(plan)
+    finally:
+        plan.release()
+    assert "did not finish" in said and "/1" in said, said
+    assert len(planned) == 1
+    # The twin: given the frames alone, each step is an analysis of its own.
+    planned.clear()
+    assert run_checks(frames)["unseen"]["count"] == 2
+    assert drain_shortfall(frames) == said
+    assert len(planned) == 2

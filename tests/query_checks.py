@@ -591,3 +591,58 @@ def app_output_unexpected(fr: AnalysisFrames) -> DataFrame:
         .join(fr.attempted, "value", "left_anti")
         .select("value", *TP, "offset", F.lit("never sent").alias("reason"))
     )
+
+
+def _input_positions(fr: AnalysisFrames) -> DataFrame:
+    """value -> key_topic, key_partition, input_offset: where the input sits, the lowest
+    position the version order (what reads returned, where committed sends were told)
+    holds it at; its partition is its key (the producer keys each value by it)."""
+    inp = F.min(F.struct("topic", "partition", "offset")).alias("inp")
+    return (
+        version_order(fr)
+        .filter(F.col("value").isNotNull())
+        .groupBy("value")
+        .agg(inp)
+        .select(
+            "value",
+            F.col("inp.topic").alias("key_topic"),
+            F.col("inp.partition").alias("key_partition"),
+            F.col("inp.offset").alias("input_offset"),
+        )
+    )
+
+
+@query("app-output-reorder")
+def app_output_reorder(fr: AnalysisFrames) -> DataFrame:
+    """In one output partition, each input's first output, per key in output order: an
+    adjacent pair whose inputs sit the other way round in their partition. Later
+    outputs of an input are redeliveries (duplicates), not reorders."""
+    firsts = (
+        app_ids(fr)
+        .groupBy("value", *TP)
+        .agg(F.min("offset").alias("offset"))
+        .join(_input_positions(fr), "value")
+    )
+    w = Window.partitionBy(*TP, "key_topic", "key_partition").orderBy("offset", "value")
+    pairs = (
+        firsts.select(
+            "*",
+            F.lag("value").over(w).alias("prev_value"),
+            F.lag("offset").over(w).alias("prev_offset"),
+            F.lag("input_offset").over(w).alias("prev_input_offset"),
+        )
+        .filter(F.col("prev_input_offset") > F.col("input_offset"))
+        .select(
+            *TP,
+            "key_topic",
+            "key_partition",
+            "prev_value",
+            "prev_offset",
+            "prev_input_offset",
+            "value",
+            "offset",
+            "input_offset",
+            F.lit("key order").alias("reason"),
+        )
+    )
+    return pairs

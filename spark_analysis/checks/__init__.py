@@ -5,9 +5,11 @@ over the facts (facts/).
   and about one value's life, each kernel one vectorised function over its key's rows;
   partition_pass.py and value_pass.py run them as one Spark pass each, and
   kernel_columns.py is what both read their columns with.
-- reads.py, fenced.py, app.py: what is still written as queries (the rebalance
-  events the partition kernel starts from, fenced-write, app-output-reorder and the
-  facts the app's checks share with undecided.py). The cycle checks are in cycles/.
+- order_kernel.py: app-output-reorder, per output partition, from the value pass's
+  first outputs.
+- fenced.py: fenced-write, still a query. reads.py and app.py: facts, as queries (the
+  rebalance events the partition kernel starts from; what the app's checks share with
+  undecided.py). The cycle checks are in cycles/.
 - runner.py: runs every check in one pass and counts its anomalies and examples.
 - undecided.py: what the history cannot decide, and why (the verdict's `problems`).
 """

@@ -17,7 +17,7 @@ from typing import Any
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
 
 # Importing the check modules registers their checks.
-from kafka_trial.spark_analysis.checks import app, fenced, reads  # noqa: F401
+from kafka_trial.spark_analysis.checks import fenced  # noqa: F401
 from kafka_trial.spark_analysis.checks.partition_kernel import KERNEL_CHECKS
 from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
 from kafka_trial.spark_analysis.checks.value_kernel import VALUE_CHECKS

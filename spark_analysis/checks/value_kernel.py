@@ -59,11 +59,16 @@ VALUE_CHECKS = (
     "app-output-lost",
     "app-output-duplicate",
     "app-output-unexpected",
+    # Per output partition: order_kernel.py, from the kernel's APP_FIRST rows.
+    "app-output-reorder",
 )
 SEND, POLLED, ATTEMPTED, PROCESSED, APP_OUTPUT = 0, 1, 2, 3, 4
-# Not a check: a committed transactional send no read returned, keyed by its op's
-# index, with whether its value is proven lost (lost-write's proof).
+# Not checks. A committed transactional send no read returned, keyed by its op's
+# index, with whether its value is proven lost (lost-write's proof); and an input's
+# first output in an output partition, with where the input sits, which
+# order_kernel.py judges per output partition (app-output-reorder).
 TXN_MISSING = "txn-missing"
+APP_FIRST = "app-first"
 
 
 @dataclass(frozen=True)
@@ -504,6 +509,46 @@ def app_output_unexpected(b: Bucket) -> Iterator[tuple[str, str, str]]:
         yield _keyed("app-output-unexpected", row)
 
 
+def _unknown_last(offset: int) -> tuple[bool, int]:
+    return offset == NULL, int(offset)
+
+
+def app_firsts(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """Per input id and output partition, its first output (the lowest offset), with
+    where the input sits (`key_topic`, `key_partition`, `input_offset`): the lowest
+    position the version order holds the id at, its partition being its key. An id
+    the version order does not hold has no position, and no row."""
+    out = np.flatnonzero(b.app_output)
+    if not len(out):
+        return
+    placed = b.must & (b.off != NULL) & (b.part != NULL)
+    order = b.distinct(np.flatnonzero((b.polled | placed) & (b.val != NULL)))
+    inputs: dict[int, tuple[Any, ...]] = {}
+    for r in order.tolist():
+        pos = (b.topic(r), py(b.part[r]), py(b.off[r]))
+        v = int(b.val[r])
+        if v not in inputs or _nulls_first(pos) < _nulls_first(inputs[v]):
+            inputs[v] = pos
+    firsts: dict[tuple[int, int, int], int] = {}
+    for r in out.tolist():
+        at = (int(b.val[r]), int(b.tcode[r]), int(b.part[r]))
+        # min() leaves a null offset out unless every one is null.
+        if at not in firsts or _unknown_last(b.off[r]) < _unknown_last(b.off[firsts[at]]):
+            firsts[at] = r
+    for (v, _, _), r in firsts.items():
+        if v in inputs:
+            key_topic, key_partition, input_offset = inputs[v]
+            row = {
+                **b.tp(r),
+                "offset": py(b.off[r]),
+                "value": v,
+                "key_topic": key_topic,
+                "key_partition": key_partition,
+                "input_offset": input_offset,
+            }
+            yield APP_FIRST, "", to_json(row)
+
+
 # --- the kernel -----------------------------------------------------------------------
 
 
@@ -524,5 +569,6 @@ def kernel(cfg: Config, t: pa.Table) -> pa.Table:
             *app_output_lost(b, cfg),
             *app_output_duplicate(b),
             *app_output_unexpected(b),
+            *app_firsts(b),
         ]
     )

@@ -16,11 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from kafka_trial.spark_analysis.checks import kernel_columns, value_kernel
+from kafka_trial.spark_analysis.checks import kernel_columns, order_kernel, value_kernel
 from kafka_trial.spark_analysis.checks.app import app_ids
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
+from kafka_trial.spark_analysis.checks.order_kernel import FIRST_SCHEMA, reorders
 from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
 from kafka_trial.spark_analysis.checks.value_kernel import (
+    APP_FIRST,
     APP_OUTPUT,
     ATTEMPTED,
     POLLED,
@@ -39,6 +41,7 @@ from pyspark.sql import functions as F
 # Shipped by value: a standalone cluster's Python workers need not have kafka_trial.
 cloudpickle.register_pickle_by_value(kernel_columns)
 cloudpickle.register_pickle_by_value(value_kernel)
+cloudpickle.register_pickle_by_value(order_kernel)
 
 # About this many history lines per bucket: a bucket is one Arrow table in a Python
 # worker (a default run's 400k lines make about 1.7M rows, some 100 MB as Arrow), so a
@@ -126,8 +129,27 @@ def value_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
     """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
     rows = value_rows(fr).filter(F.col("type").isin(*checks))
     if "torn-txn" in checks and fr.txn_ops:
-        return rows.unionByName(torn_txns(fr))
+        rows = rows.unionByName(torn_txns(fr))
+    if "app-output-reorder" in checks and fr.app_present:
+        rows = rows.unionByName(app_reorders(fr))
     return rows
+
+
+def app_reorders(fr: AnalysisFrames) -> DataFrame:
+    """app-output-reorder: the kernel's APP_FIRST rows (each input's first output in
+    an output partition, with where the input sits), judged per output partition by
+    order_kernel.py."""
+    firsts = (
+        value_rows(fr)
+        .filter(F.col("type") == APP_FIRST)
+        .select(F.from_json("detail", FIRST_SCHEMA).alias("f"))
+        .select("f.*")
+    )
+
+    def per_partition(_: tuple[Any, ...], t: pa.Table) -> pa.Table:
+        return reorders(t)
+
+    return firsts.groupBy(*TP).applyInArrow(per_partition, OUT_SCHEMA)
 
 
 _MISSING = "value long, lost boolean"

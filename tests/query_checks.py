@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kafka_trial.spark_analysis.checks.app import app_ids, missing_inputs
+from kafka_trial.spark_analysis.checks.fenced import _first_fences, _invoked_at
 from kafka_trial.spark_analysis.checks.reads import rebalance_events
 from kafka_trial.spark_analysis.facts.derived import (
     acked_sends,
@@ -646,3 +647,56 @@ def app_output_reorder(fr: AnalysisFrames) -> DataFrame:
         )
     )
     return pairs
+
+
+# --- fenced sessions (value_kernel.py) --------------------------------------------
+
+
+@query("fenced-write")
+def fenced_write(fr: AnalysisFrames) -> DataFrame:
+    """A value of a transaction that a fenced session (a takeover's `client`) invoked
+    after the takeover completed, observed committed: `reason` "committed" (the
+    transaction ended ok) or "drain read" (the final drain, read_committed, returned
+    it, and no other op's send that did not fail carried the value: a copier's retry of
+    the same input, under a session not fenced, may have committed it)."""
+    cols = ["value", *TP, "offset", "index", "process", "client", "outcome"]
+    txn = fr.sends.filter((F.col("f") == "txn") & F.col("client").isNotNull()).select(*cols)
+    if not fr.fences:
+        # No takeover named a session (most runs): nothing is fenced, and nothing runs.
+        return txn.limit(0)
+    fenced = txn.join(fr.small(_first_fences(fr)), "client")
+    ops = fenced.select("process", "index").distinct()
+    after = fenced.join(_invoked_at(fr, ops), ["process", "index"]).filter(
+        F.col("invoked_at") > F.col("fence_time")
+    )
+    others = (
+        fr.sends.filter(F.col("outcome") != "fail")
+        .select("value", F.col("index").alias("other_index"))
+        .join(after.select("value"), "value", "left_semi")
+    )
+    # Values another op also sent, and not as a failure: a read of them proves nothing.
+    shared = (
+        after.select("value", "index")
+        .join(others, "value")
+        .filter(F.col("other_index") != F.col("index"))
+        .select("value", "index")
+        .distinct()
+        .withColumn("shared", F.lit(1))
+    )
+    drained = fr.reads.filter(is_drain()).select("value").distinct()
+    reason = (
+        F.when(F.col("outcome") == "ok", "committed")
+        .when(F.col("drained").isNotNull() & F.col("shared").isNull(), "drain read")
+        .otherwise(None)
+    )
+    judged = (
+        after.join(drained.withColumn("drained", F.lit(1)), "value", "left")
+        .join(shared, ["value", "index"], "left")
+        .withColumn("reason", reason)
+        .filter(F.col("reason").isNotNull())
+    )
+    # One row per value (the unit): its first op, should two fenced sends carry it.
+    keep = [*TP, "offset", "index", "process", "client", "transactional_id"]
+    keep += ["fence_index", "fence_time", "invoked_at", "outcome", "reason"]
+    first = F.min(F.struct("index", *[c for c in keep if c != "index"])).alias("w")
+    return judged.groupBy("value").agg(first).select("value", *[F.col(f"w.{c}") for c in keep])

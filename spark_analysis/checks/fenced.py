@@ -1,12 +1,12 @@
 """A fenced producer session's writes: once a takeover of a transactional.id has
 completed (nemesis op hijack-txn, `ok`), the session that held the id has a stale
 epoch, and no transaction it begins after that may commit (claim: Kafka's
-transactional fencing)."""
+transactional fencing). Here, which sends such a session invoked after its fence;
+the value pass judges whether any was observed committed (fenced-write)."""
 
 from __future__ import annotations
 
-from kafka_trial.spark_analysis.facts.derived import is_drain
-from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, check
+from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -47,51 +47,16 @@ def _invoked_at(fr: AnalysisFrames, ops: DataFrame) -> DataFrame:
     )
 
 
-@check("fenced-write")
-def fenced_write(fr: AnalysisFrames) -> DataFrame:
-    """A value of a transaction that a fenced session (a takeover's `client`) invoked
-    after the takeover completed, observed committed: `reason` "committed" (the
-    transaction ended ok) or "drain read" (the final drain, read_committed, returned
-    it, and no other op's send that did not fail carried the value: a copier's retry of
-    the same input, under a session not fenced, may have committed it)."""
+def fenced_sends(fr: AnalysisFrames) -> DataFrame:
+    """The transactional sends a fenced session (a takeover's `client`) invoked after
+    the takeover that fenced it first completed: value, topic, partition, offset,
+    index, process, client, outcome, transactional_id, fence_index, fence_time and
+    invoked_at. The value pass judges which of them were observed committed
+    (value_kernel.py's fenced-write). Only with a takeover that named a session."""
     cols = ["value", *TP, "offset", "index", "process", "client", "outcome"]
     txn = fr.sends.filter((F.col("f") == "txn") & F.col("client").isNotNull()).select(*cols)
-    if not fr.fences:
-        # No takeover named a session (most runs): nothing is fenced, and nothing runs.
-        return txn.limit(0)
     fenced = txn.join(fr.small(_first_fences(fr)), "client")
     ops = fenced.select("process", "index").distinct()
-    after = fenced.join(_invoked_at(fr, ops), ["process", "index"]).filter(
+    return fenced.join(_invoked_at(fr, ops), ["process", "index"]).filter(
         F.col("invoked_at") > F.col("fence_time")
     )
-    others = (
-        fr.sends.filter(F.col("outcome") != "fail")
-        .select("value", F.col("index").alias("other_index"))
-        .join(after.select("value"), "value", "left_semi")
-    )
-    # Values another op also sent, and not as a failure: a read of them proves nothing.
-    shared = (
-        after.select("value", "index")
-        .join(others, "value")
-        .filter(F.col("other_index") != F.col("index"))
-        .select("value", "index")
-        .distinct()
-        .withColumn("shared", F.lit(1))
-    )
-    drained = fr.reads.filter(is_drain()).select("value").distinct()
-    reason = (
-        F.when(F.col("outcome") == "ok", "committed")
-        .when(F.col("drained").isNotNull() & F.col("shared").isNull(), "drain read")
-        .otherwise(None)
-    )
-    judged = (
-        after.join(drained.withColumn("drained", F.lit(1)), "value", "left")
-        .join(shared, ["value", "index"], "left")
-        .withColumn("reason", reason)
-        .filter(F.col("reason").isNotNull())
-    )
-    # One row per value (the unit): its first op, should two fenced sends carry it.
-    keep = [*TP, "offset", "index", "process", "client", "transactional_id"]
-    keep += ["fence_index", "fence_time", "invoked_at", "outcome", "reason"]
-    first = F.min(F.struct("index", *[c for c in keep if c != "index"])).alias("w")
-    return judged.groupBy("value").agg(first).select("value", *[F.col(f"w.{c}") for c in keep])

@@ -15,13 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafka_trial.checkers.anomalies import ANOMALIES, ANOMALY_TYPES
-
-# Importing the check modules registers their checks.
-from kafka_trial.spark_analysis.checks import fenced  # noqa: F401
 from kafka_trial.spark_analysis.checks.partition_kernel import KERNEL_CHECKS
 from kafka_trial.spark_analysis.checks.partition_pass import kernel_frame
 from kafka_trial.spark_analysis.checks.value_kernel import VALUE_CHECKS
 from kafka_trial.spark_analysis.checks.value_pass import value_frame
+
+# Importing the cycle checks registers them: every other check is a kernel's.
 from kafka_trial.spark_analysis.cycles import edges  # noqa: F401
 from kafka_trial.spark_analysis.facts.shared_frames import (
     REGISTERED,

@@ -14,8 +14,10 @@ fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) 
 `ok` (a read: an ok op's), `drain` (the final drain's) and `ptype` (a transaction's
 own poll: its op's type, else null); a value some send invoked (ATTEMPTED); a record
 a group member's process micro-op handled (PROCESSED); a record the application's
-output drain returned that carries an input id (APP_OUTPUT, `value` the id). A bucket
-holds every row of each of its values, and the copier's output of input v, -(v + 1), goes with v
+output drain returned that carries an input id (APP_OUTPUT, `value` the id); a
+transactional send a fenced session invoked after its fence (FENCED, checks/fenced.py's
+`fenced_sends`, with `outcome` and the fence's fields). A bucket holds every row of
+each of its values, and the copier's output of input v, -(v + 1), goes with v
 (value_pass.py's `input_id`), so any set of values asked of it (read, attempted,
 written, drained, processed, copied) is whole. What is per partition comes in
 `Config`: how far reads and the final drain reached in each, and the groups' final
@@ -61,8 +63,9 @@ VALUE_CHECKS = (
     "app-output-unexpected",
     # Per output partition: order_kernel.py, from the kernel's APP_FIRST rows.
     "app-output-reorder",
+    "fenced-write",
 )
-SEND, POLLED, ATTEMPTED, PROCESSED, APP_OUTPUT = 0, 1, 2, 3, 4
+SEND, POLLED, ATTEMPTED, PROCESSED, APP_OUTPUT, FENCED = 0, 1, 2, 3, 4, 5
 # Not checks. A committed transactional send no read returned, keyed by its op's
 # index, with whether its value is proven lost (lost-write's proof); and an input's
 # first output in an output partition, with where the input sits, which
@@ -122,7 +125,7 @@ class Bucket:
         self.part, self.index = longs(t, "partition"), longs(t, "index")
         self.send, self.polled = kind == SEND, kind == POLLED
         self.attempted, self.processed = kind == ATTEMPTED, kind == PROCESSED
-        self.app_output = kind == APP_OUTPUT
+        self.app_output, self.fenced = kind == APP_OUTPUT, kind == FENCED
         self.must = flags(t, "must_commit") & self.send
         self.read = flags(t, "ok") & self.polled  # history_frames' reads
         self.drained = flags(t, "drain") & self.read
@@ -160,6 +163,12 @@ class Bucket:
         out = np.empty(len(rows), bool)
         out[order] = hit[np.cumsum(new) - 1]
         return out
+
+    def rows_of_value(self, r: int) -> np.ndarray:
+        """Every row of row `r`'s value."""
+        g = int(self._group[r])
+        end = self._starts[g + 1] if g + 1 < len(self._starts) else len(self._order)
+        return self._order[self._starts[g] : end]
 
     def topic(self, i: int) -> Any:
         if self._topics is None:
@@ -549,6 +558,59 @@ def app_firsts(b: Bucket) -> Iterator[tuple[str, str, str]]:
             yield APP_FIRST, "", to_json(row)
 
 
+# --- fenced sessions (claim: Kafka's transactional fencing) -----------------------------
+
+_FENCE = ("client", "transactional_id", "fence_index", "fence_time", "invoked_at")
+
+
+def fenced_write(b: Bucket) -> Iterator[tuple[str, str, str]]:
+    """A value of a transaction that a fenced session (a takeover's `client`) invoked
+    after the takeover completed, observed committed: `reason` "committed" (the
+    transaction ended ok) or "drain read" (the final drain, read_committed, returned
+    it, and no other op's send that did not fail carried the value: a copier's retry of
+    the same input, under a session not fenced, may have committed it). One row per
+    value: its first op's (by index, then its other fields)."""
+    rows = np.flatnonzero(b.fenced)
+    if not len(rows):
+        return
+    written = b.send & flags(b.t, "written")
+    drained = b.of_value(b.drained)
+    take = pa.array(rows, pa.int64())
+    cols = {c: b.t[c].take(take).to_pylist() for c in ("process", "outcome", *_FENCE)}
+    first: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    for k, r in enumerate(rows.tolist()):
+        v = int(b.val[r])
+        if cols["outcome"][k] == "ok":
+            reason = "committed"
+        elif drained[r] and not _sent_by_another_op(b, written, r):
+            reason = "drain read"
+        else:
+            continue
+        row = {
+            **b.tp(r),
+            "offset": py(b.off[r]),
+            "index": py(b.index[r]),
+            "process": cols["process"][k],
+            **{c: cols[c][k] for c in _FENCE},
+            "outcome": cols["outcome"][k],
+            "reason": reason,
+        }
+        # min(struct(index, ...)): by index first, then field by field, nulls first.
+        rank = _nulls_first((row["index"], *(x for c, x in row.items() if c != "index")))
+        if v not in first or rank < first[v][0]:
+            first[v] = (rank, row)
+    for v, (_, row) in first.items():
+        yield _keyed("fenced-write", {"value": py(np.int64(v)), **row})
+
+
+def _sent_by_another_op(b: Bucket, written: np.ndarray, r: int) -> bool:
+    """Some send of row `r`'s value, by another op, did not fail."""
+    if b.val[r] == NULL:
+        return False
+    same = b.rows_of_value(r)
+    return bool(np.any(written[same] & (b.index[same] != b.index[r])))
+
+
 # --- the kernel -----------------------------------------------------------------------
 
 
@@ -570,5 +632,6 @@ def kernel(cfg: Config, t: pa.Table) -> pa.Table:
             *app_output_duplicate(b),
             *app_output_unexpected(b),
             *app_firsts(b),
+            *fenced_write(b),
         ]
     )

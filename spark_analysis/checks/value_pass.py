@@ -1,10 +1,10 @@
 """The one pass behind the value-keyed checks: every send, polled record, attempted
-value, processed record and application output record shuffled once into buckets of
-values (a hash of the value, the copier's output -(v + 1) with its input v), and
-value_kernel.py's function applied to each bucket as Arrow (`applyInArrow`). What is
-per partition comes in beforehand: how far reads and the final drain reached in each,
-a row per partition collected to the driver and shipped with the function, and so are
-the groups' final committed offsets.
+value, processed record, application output record and fenced session's send shuffled
+once into buckets of values (a hash of the value, the copier's output -(v + 1) with
+its input v), and value_kernel.py's function applied to each bucket as Arrow
+(`applyInArrow`). What is per partition comes in beforehand: how far reads and the
+final drain reached in each, a row per partition collected to the driver and shipped
+with the function, and so are the groups' final committed offsets.
 
 torn-txn sums the kernel's rows of each committed transaction's unread sends per
 transaction (`torn_txns`): a transaction's values lie in many buckets. The pass's rows
@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, order_kernel, value_kernel
 from kafka_trial.spark_analysis.checks.app import app_ids
+from kafka_trial.spark_analysis.checks.fenced import fenced_sends
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
 from kafka_trial.spark_analysis.checks.order_kernel import FIRST_SCHEMA, reorders
 from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
@@ -25,6 +26,7 @@ from kafka_trial.spark_analysis.checks.value_kernel import (
     APP_FIRST,
     APP_OUTPUT,
     ATTEMPTED,
+    FENCED,
     POLLED,
     PROCESSED,
     SEND,
@@ -79,6 +81,10 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
     if fr.app_present:
         out = app_ids(fr).select(F.lit(APP_OUTPUT).alias("kind"), "value", *TP, "offset")
         rows = rows.unionByName(out, allowMissingColumns=True)
+    if fr.fences:
+        # Only a takeover that named a session fences one: most runs read nothing here.
+        fenced = fenced_sends(fr).select(F.lit(FENCED).alias("kind"), "*")
+        rows = rows.unionByName(fenced, allowMissingColumns=True)
     return with_longs(rows, _LONGS)
 
 

@@ -115,15 +115,14 @@ def _batch(seed: int, path: Path) -> list[dict[str, Any]]:
 
 
 def _spark_values(spark: Any, path: Path) -> set[int]:
-    from kafka_trial.spark_analysis.checks.runner import CHECKS
+    from kafka_trial.spark_analysis.checks.runner import tagged_checks
     from kafka_trial.spark_analysis.facts.shared_frames import AnalysisFrames
     from kafka_trial.spark_analysis.read.history_frames import load
 
     plan = AnalysisFrames(load(spark, str(path)))
     try:
-        check = CHECKS["fenced-write"][0]
-        assert check is not None
-        return {r["value"] for r in check(plan).collect()}
+        (rows,) = tagged_checks(plan, ["fenced-write"])
+        return {json.loads(r["detail"])["value"] for r in rows.collect()}
     finally:
         plan.release()
 

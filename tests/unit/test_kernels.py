@@ -29,6 +29,7 @@ from tests.unit import (
     test_checker,
     test_checker_defects,
     test_checker_facts,
+    test_checker_fenced,
     test_checker_positions,
     test_checker_txn_and_polls,
 )
@@ -97,6 +98,7 @@ PLANTED = {
         test_checker,
         test_checker_defects,
         test_checker_facts,
+        test_checker_fenced,
         test_checker_positions,
         test_checker_txn_and_polls,
     )

@@ -46,52 +46,50 @@ def _paired(fr: Frames) -> DataFrame:
     )
 
 
-def _nemesis_ops(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
-    """The nemesis's ops with their values (the frames keep client values only). Lines
-    are filtered as text first, so only the few nemesis lines are parsed."""
-    return _ops_with_values(spark, uri, "nemesis", F.col("process") == "nemesis")
-
-
-def _app_events(spark: SparkSession, uri: str) -> list[dict[str, Any]]:
-    """The application's lifecycle ops (processes `app-<i>`: starts and exits, with
-    pids, exit codes and who ended it), for its lanes on the timeline."""
-    return _ops_with_values(spark, uri, '"app-', F.col("process").startswith("app-"), True)
-
-
-def _ops_with_values(
-    spark: SparkSession, uri: str, text: str, which: Column, with_process: bool = False
-) -> list[dict[str, Any]]:
+def _lanes(spark: SparkSession, uri: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nemesis's ops and the application's lifecycle ops (processes `app-<i>`:
+    starts and exits, with pids, exit codes and who ended it), with their values, the
+    first MAX_NEMESIS of each: the frames keep client values only. One scan of the
+    history's text, which keeps only lines that may be theirs, so only those few are
+    parsed."""
+    nemesis = F.col("process") == "nemesis"
+    app = F.col("process").startswith("app-")
+    lane = F.when(nemesis, F.lit("nemesis")).when(app, F.lit("app"))
+    first = Window.partitionBy("lane").orderBy("index")
     rows = (
         spark.read.text(uri)
-        .filter(F.col("value").contains(text))
+        .filter(F.col("value").contains("nemesis") | F.col("value").contains('"app-'))
         .select(F.from_json("value", LINE_SCHEMA).alias("j"))
         .select("j.*")
-        .filter(which)
-        .orderBy("index")
-        .limit(MAX_NEMESIS)
+        .withColumn("lane", lane)
+        .filter(F.col("lane").isNotNull())
+        .withColumn("n", F.row_number().over(first))
+        .filter(F.col("n") <= MAX_NEMESIS)
         .collect()
     )
-    out = []
-    for r in rows:
-        if None in (r["index"], r["time"], r["type"], r["f"]):
-            continue  # a damaged line (the analysis counts it): no op to draw
-        try:
-            value = json.loads(r["value"]) if r["value"] is not None else None
-        except ValueError:
-            value = r["value"]
-        op = {
-            "index": r["index"],
-            "time": r["time"],
-            "type": r["type"],
-            "f": r["f"],
-            "value": value,
-        }
-        if with_process:
-            op["process"] = r["process"]
-        if r["error"] is not None:  # why a fault did not take effect
-            op["error"] = r["error"]
-        out.append(op)
-    return out
+    ordered = sorted(rows, key=lambda r: r["index"] if r["index"] is not None else -1)
+    lanes = {
+        "nemesis": [_op(r, False) for r in ordered if r["lane"] == "nemesis"],
+        "app": [_op(r, True) for r in ordered if r["lane"] == "app"],
+    }
+    return [o for o in lanes["nemesis"] if o], [o for o in lanes["app"] if o]
+
+
+def _op(r: Any, with_process: bool) -> dict[str, Any] | None:
+    """A line's op as the report draws it; None for a damaged line (the analysis
+    counts it): no op to draw."""
+    if None in (r["index"], r["time"], r["type"], r["f"]):
+        return None
+    try:
+        value = json.loads(r["value"]) if r["value"] is not None else None
+    except ValueError:
+        value = r["value"]
+    op = {"index": r["index"], "time": r["time"], "type": r["type"], "f": r["f"], "value": value}
+    if with_process:
+        op["process"] = r["process"]
+    if r["error"] is not None:  # why a fault did not take effect
+        op["error"] = r["error"]
+    return op
 
 
 def _witness_values(anomalies: Mapping[str, AnomalyResult]) -> list[int]:
@@ -114,9 +112,12 @@ def report_data(
     spark: SparkSession, fr: Frames, uri: str, anomalies: Mapping[str, AnomalyResult]
 ) -> ReportData:
     """The file's contents for the history at `uri`, judged to `anomalies`."""
-    times = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
-    t0 = times["t0"] or 0
-    t1 = times["t1"] or 0
+    t0, t1 = fr.span
+    if t0 is None:
+        # Frames the one job of decisions did not count (built by hand): count here.
+        times = fr.ops.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).collect()[0]
+        t0, t1 = times["t0"], times["t1"]
+    t0, t1 = t0 or 0, t1 or 0
     bucket_s = _bucket_s(t1 - t0)
     bucket_ns = bucket_s * 1_000_000_000
     bucket = F.floor((F.col("time") - F.lit(t0)) / F.lit(bucket_ns)).cast("long")
@@ -156,6 +157,7 @@ def report_data(
         .collect()
     ]
     offsets = _offsets(fr, bucket)
+    nemesis, app_events = _lanes(spark, uri)
     witnesses = _witnesses(fr, paired, anomalies)
     paired.unpersist()
     # Validated here, so a file the report cannot read is never written.
@@ -168,8 +170,8 @@ def report_data(
         "offsets": offsets,
         "client_events": events,
         "client_events_capped": len(events) >= MAX_EVENTS,
-        "nemesis": _nemesis_ops(spark, uri),
-        "app_events": _app_events(spark, uri),
+        "nemesis": nemesis,
+        "app_events": app_events,
         "witnesses": witnesses,
         "history_uri": uri,
     }
@@ -263,11 +265,13 @@ def _first_reads_past(
     fr: Frames, times: DataFrame, positions: list[tuple[str, int, int]]
 ) -> list[dict[str, Any]]:
     """The reads that reached beyond each position first: what proves a value missing
-    there was not merely late."""
+    there was not merely late. Their times are looked up for those few reads only: a
+    join of every read past a position with every op's time cost most of the report."""
     spark = fr.reads.sparkSession
     pos = spark.createDataFrame(positions, "p_topic string, p_partition long, p_offset long")
     w = Window.partitionBy("p_topic", "p_partition", "p_offset").orderBy("index")
-    rows = (
+    cols = ["p_topic", "p_partition", "p_offset", "value", "process", "index", "role", "offset"]
+    first = (
         fr.reads.join(
             F.broadcast(pos),
             (F.col("topic") == F.col("p_topic"))
@@ -276,19 +280,13 @@ def _first_reads_past(
         )
         .withColumn("n", F.row_number().over(w))
         .filter(F.col("n") <= PAST_READS)
-        .join(times, "index", "left")
-        .select(
-            "p_topic",
-            "p_partition",
-            "p_offset",
-            "value",
-            "process",
-            "index",
-            "role",
-            "offset",
-            "time",
-        )
-        .orderBy("p_topic", "p_partition", "p_offset", "index")
+        .select(*cols)
         .collect()
     )
-    return [r.asDict() for r in rows]
+    indexes = sorted({r["index"] for r in first if r["index"] is not None})
+    at: dict[int, Any] = {}
+    if indexes:
+        found = times.filter(F.col("index").isin(indexes)).select("index", "time").collect()
+        at = {r["index"]: r["time"] for r in found}
+    rows = [r.asDict() | {"time": at.get(r["index"])} for r in first]
+    return sorted(rows, key=lambda r: (r["p_topic"], r["p_partition"], r["p_offset"], r["index"]))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_trial.contracts.ops import TXN_FENCE_OP
 from kafka_trial.spark_analysis.read.history_parse import (
@@ -81,6 +82,8 @@ class Frames:
     # lines (`_decisions`), not from a job each. The defaults choose the general plan.
     txn_ops: bool = True  # some op (not damaged) is a transaction
     lines: int = 0  # the history's lines, damaged ones too (0: not counted)
+    # The first and last op's times, ns (None: not counted, or no op)
+    span: tuple[int | None, int | None] = (None, None)
     rebalanced: bool = True  # some ok op moved a partition (`rebalances` is not empty)
     # `sends` may hold a transaction's send of outcome info: a completed txn op that
     # ended info, or an open invoke where some op is a transaction
@@ -155,7 +158,7 @@ def _records(rows: DataFrame, op: str, keep: list[str]) -> DataFrame:
     )
 
 
-def _decisions(rows: DataFrame) -> dict[str, int]:
+def _decisions(rows: DataFrame) -> dict[str, Any]:
     """In one job: how many lines are damaged, and how many rows of each kind some
     check chooses its plan by (a job each cost about 0.1 s on a warm session)."""
     line = F.col("kind") == "op"
@@ -216,8 +219,14 @@ def _decisions(rows: DataFrame) -> dict[str, int]:
         & F.col("op").isin(*REBALANCE_FS)
         & (F.col("kind") == "partition"),
     }
-    row = rows.agg(*[F.count(F.when(c, 1)).alias(k) for k, c in when.items()]).collect()[0]
-    return {k: int(row[k]) for k in when}
+    op_time = F.when(line & ~F.col("damaged"), F.col("time"))
+    row = rows.agg(
+        *[F.count(F.when(c, 1)).alias(k) for k, c in when.items()],
+        # The first and last op's times, for the report's time axis.
+        F.min(op_time).alias("t0"),
+        F.max(op_time).alias("t1"),
+    ).collect()[0]
+    return {k: int(row[k]) for k in when} | {k: row[k] for k in ("t0", "t1")}
 
 
 # What `_fences` reads of a nemesis line: the op's fields, and of its value the two a
@@ -510,6 +519,7 @@ def load(
         one_task,
         txn_ops=decided["txn_ops"] > 0,
         lines=decided["lines"],
+        span=(decided["t0"], decided["t1"]),
         rebalanced=decided["rebalance_rows"] > 0,
         # An open invoke's sends are info: if it is a transaction's, they count too.
         maybe_unknown_txn=decided["txn_info_sends"] > 0

@@ -32,7 +32,7 @@ as `kafka-trial run` does it, with Spark and the native parse started as the fin
 heal begins (job.start_analysis_early) and the drain's lines appended over --drain-s.
 
 Each analyze prints its stages (results.json `analysis.stages_s`), and each ratio is
-printed beside issue 29's goal (GOALS, VERDICT_GOAL), its yardstick measured in the
+printed beside issue 44's goal (GOALS, VERDICT_GOAL), its yardstick measured in the
 same run.
 
 Both engines must find exactly the planted counts; a mismatch is printed loudly and

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kafka_trial.spark_analysis.checks.app import app_ids, missing_inputs
-from kafka_trial.spark_analysis.checks.fenced import _first_fences, _invoked_at
-from kafka_trial.spark_analysis.checks.reads import rebalance_events
+from kafka_trial.spark_analysis.facts.app_output import app_ids, missing_inputs
 from kafka_trial.spark_analysis.facts.derived import (
     acked_sends,
     committed_sends,
@@ -20,6 +18,8 @@ from kafka_trial.spark_analysis.facts.derived import (
     version_order,
     writes,
 )
+from kafka_trial.spark_analysis.facts.fences import _first_fences, _invoked_at
+from kafka_trial.spark_analysis.facts.rebalances import rebalance_events
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F

@@ -7,10 +7,9 @@ over the facts (facts/).
   kernel_columns.py is what both read their columns with.
 - order_kernel.py: app-output-reorder, per output partition, from the value pass's
   first outputs.
-- reads.py, app.py, fenced.py: facts the kernels start from, as queries (the
-  rebalance events; what the app's checks share with undecided.py; the sends a fenced
-  session invoked after its fence). The cycle checks are in cycles/, the only checks
-  still written as queries.
+- The cycle checks are in cycles/, the only checks still written as queries. What
+  the kernels start from (how far reads and the drain reached, the rebalance events,
+  the groups' offsets, the fenced sessions' sends) are facts (facts/).
 - runner.py: runs every check in one pass and counts its anomalies and examples.
 - undecided.py: what the history cannot decide, and why (the verdict's `problems`).
 """

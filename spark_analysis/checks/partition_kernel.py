@@ -51,7 +51,7 @@ class Config:
     """What every partition's kernel needs from the whole history: the checks to run,
     and the rebalance events (process, partition number, `at`: the op from which the
     new assignment holds, `exempt`: whether `at` is a poll whose records of that
-    partition are not judged), as checks/reads.py's `rebalance_events` finds them."""
+    partition are not judged), as facts/rebalances.py's `rebalance_events` finds them."""
 
     checks: tuple[str, ...]
     events: tuple[tuple[str, int, int, bool], ...] = ()

@@ -16,8 +16,8 @@ from kafka_trial.spark_analysis.checks.partition_kernel import (
     Config,
     kernel,
 )
-from kafka_trial.spark_analysis.checks.reads import rebalance_events
 from kafka_trial.spark_analysis.facts.derived import never_written_values, writes
+from kafka_trial.spark_analysis.facts.rebalances import rebalance_events
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame

@@ -27,8 +27,8 @@ from typing import Any
 
 from kafka_trial.checkers import verdict
 from kafka_trial.checkers.anomalies import ABSENCE
-from kafka_trial.spark_analysis.checks.app import app_offsets, missing_inputs
 from kafka_trial.spark_analysis.checks.value_pass import value_frame
+from kafka_trial.spark_analysis.facts.app_output import app_offsets, missing_inputs
 from kafka_trial.spark_analysis.facts.derived import drain_frontier
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames, analysis
 from kafka_trial.spark_analysis.read.history_frames import Frames

@@ -15,7 +15,7 @@ fail) and `txn`; a record some poll returned whatever its op's outcome (POLLED) 
 own poll: its op's type, else null); a value some send invoked (ATTEMPTED); a record
 a group member's process micro-op handled (PROCESSED); a record the application's
 output drain returned that carries an input id (APP_OUTPUT, `value` the id); a
-transactional send a fenced session invoked after its fence (FENCED, checks/fenced.py's
+transactional send a fenced session invoked after its fence (FENCED, facts/fences.py's
 `fenced_sends`, with `outcome` and the fence's fields). A bucket holds every row of
 each of its values, and the copier's output of input v, -(v + 1), goes with v
 (value_pass.py's `input_id`), so any set of values asked of it (read, attempted,
@@ -486,7 +486,7 @@ def eos_output_lost(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:
     return _below(b, np.flatnonzero(inputs), committed, "eos-output-lost")
 
 
-# --- the application on trial (checks/app.py has the rest) ----------------------------
+# --- the application on trial (facts/app_output.py has the rest) ----------------------------
 
 
 def app_output_lost(b: Bucket, cfg: Config) -> Iterator[tuple[str, str, str]]:

@@ -17,8 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, order_kernel, value_kernel
-from kafka_trial.spark_analysis.checks.app import app_ids
-from kafka_trial.spark_analysis.checks.fenced import fenced_sends
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
 from kafka_trial.spark_analysis.checks.order_kernel import FIRST_SCHEMA, reorders
 from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
@@ -34,7 +32,9 @@ from kafka_trial.spark_analysis.checks.value_kernel import (
     Config,
     kernel,
 )
+from kafka_trial.spark_analysis.facts.app_output import app_ids
 from kafka_trial.spark_analysis.facts.derived import committed_sends, read_reach, writes
+from kafka_trial.spark_analysis.facts.fences import fenced_sends
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame

@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from kafka_trial.spark_analysis.facts.app_output import app_ids, missing_inputs
 from kafka_trial.spark_analysis.facts.derived import (
-    acked_sends,
     committed_sends,
     drain_frontier,
     is_drain,
@@ -43,6 +42,11 @@ def inconsistent_offsets(fr: AnalysisFrames) -> DataFrame:
         .agg(F.sort_array(F.collect_set("value")).alias("values"))
         .filter(F.size("values") > 1)
     )
+
+
+def acked_sends(fr: AnalysisFrames) -> DataFrame:
+    """Sends acknowledged as such: a filter of `committed_sends`' cache."""
+    return committed_sends(fr).filter(F.col("outcome") == "ok")
 
 
 def _acked_offsets_backwards(

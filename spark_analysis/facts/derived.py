@@ -92,11 +92,6 @@ def committed_sends(fr: AnalysisFrames) -> DataFrame:
     return fr.shared("committed", lambda: writes(fr).filter(F.col("must_commit")))
 
 
-def acked_sends(fr: AnalysisFrames) -> DataFrame:
-    """Sends acknowledged as such: a filter of `committed_sends`' cache."""
-    return committed_sends(fr).filter(F.col("outcome") == "ok")
-
-
 def read_reach(fr: AnalysisFrames) -> DataFrame:
     """Per partition any ok read returned a record of: `max_read_offset`, the highest
     offset any read returned, and `drain_max_offset`, the drain's (one pass for both)."""

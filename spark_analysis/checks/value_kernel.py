@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from kafka_trial.spark_analysis.checks.kernel_columns import (
     NULL,
     codes,
@@ -313,14 +314,23 @@ _POS = ("topic", "partition", "offset")
 
 def _at_two_or_more(b: Bucket, rows: np.ndarray) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """Of distinct records `rows`, each value at two or more, with its positions as
-    sort_array orders structs of (topic, partition, offset)."""
-    vals, counts = np.unique(b.val[rows], return_counts=True)
-    for v in vals[counts > 1].tolist():
-        at = [(b.topic(r), py(b.part[r]), py(b.off[r])) for r in rows[b.val[rows] == v].tolist()]
+    sort_array orders structs of (topic, partition, offset). One sort, then a slice
+    per such value: a scan of `rows` per value cost rows x duplicated values."""
+    if not len(rows):
+        return
+    vals = b.val[rows]
+    order = np.argsort(vals, kind="stable")
+    sv = vals[order]
+    starts = _firsts(sv)
+    ends = np.r_[starts[1:], len(sv)]
+    for a, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        if e - a < 2:
+            continue
+        at = [(b.topic(r), py(b.part[r]), py(b.off[r])) for r in rows[order[a:e]].tolist()]
         at.sort(key=_nulls_first)
         # to_json leaves a struct's null fields out inside an array too.
         yield (
-            v,
+            int(sv[a]),
             [
                 {
                     k: x
@@ -518,44 +528,61 @@ def app_output_unexpected(b: Bucket) -> Iterator[tuple[str, str, str]]:
         yield _keyed("app-output-unexpected", row)
 
 
-def _unknown_last(offset: int) -> tuple[bool, int]:
-    return offset == NULL, int(offset)
-
-
 def app_firsts(b: Bucket) -> Iterator[tuple[str, str, str]]:
     """Per input id and output partition, its first output (the lowest offset), with
     where the input sits (`key_topic`, `key_partition`, `input_offset`): the lowest
     position the version order holds the id at, its partition being its key. An id
-    the version order does not hold has no position, and no row."""
+    the version order does not hold has no position, and no row. Both are found by
+    one sort each and the first row of each group."""
     out = np.flatnonzero(b.app_output)
     if not len(out):
         return
     placed = b.must & (b.off != NULL) & (b.part != NULL)
     order = b.distinct(np.flatnonzero((b.polled | placed) & (b.val != NULL)))
-    inputs: dict[int, tuple[Any, ...]] = {}
-    for r in order.tolist():
-        pos = (b.topic(r), py(b.part[r]), py(b.off[r]))
-        v = int(b.val[r])
-        if v not in inputs or _nulls_first(pos) < _nulls_first(inputs[v]):
-            inputs[v] = pos
-    firsts: dict[tuple[int, int, int], int] = {}
-    for r in out.tolist():
-        at = (int(b.val[r]), int(b.tcode[r]), int(b.part[r]))
-        # min() leaves a null offset out unless every one is null.
-        if at not in firsts or _unknown_last(b.off[r]) < _unknown_last(b.off[firsts[at]]):
-            firsts[at] = r
-    for (v, _, _), r in firsts.items():
-        if v in inputs:
-            key_topic, key_partition, input_offset = inputs[v]
-            row = {
-                **b.tp(r),
-                "offset": py(b.off[r]),
-                "value": v,
-                "key_topic": key_topic,
-                "key_partition": key_partition,
-                "input_offset": input_offset,
-            }
-            yield APP_FIRST, "", to_json(row)
+    # The lowest (topic, partition, offset) per value, nulls first (NULL is int64's
+    # least, and a null topic's rank the least).
+    trank = _ranks(b.t["topic"])
+    o = order[np.lexsort((b.off[order], b.part[order], trank[order], b.val[order]))]
+    inputs = o[_firsts(b.val[o])]
+    in_vals = b.val[inputs]
+    # The lowest offset per (id, output topic, partition), a null offset last (min()
+    # leaves it out unless every one is null), the first row on a tie.
+    unknown = b.off[out] == NULL
+    f = out[np.lexsort((out, b.off[out], unknown, b.part[out], b.tcode[out], b.val[out]))]
+    keys = [b.val[f], b.tcode[f], b.part[f]]
+    new = np.ones(len(f), bool)
+    new[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+    firsts = f[new]
+    at = np.searchsorted(in_vals, b.val[firsts])
+    has = at < len(in_vals)
+    has[has] = in_vals[at[has]] == b.val[firsts[has]]
+    for r, i in zip(firsts[has].tolist(), inputs[at[has]].tolist(), strict=True):
+        row = {
+            **b.tp(r),
+            "offset": py(b.off[r]),
+            "value": int(b.val[r]),
+            "key_topic": b.topic(i),
+            "key_partition": py(b.part[i]),
+            "input_offset": py(b.off[i]),
+        }
+        yield APP_FIRST, "", to_json(row)
+
+
+def _firsts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys starts."""
+    if not len(sorted_keys):
+        return np.empty(0, np.int64)
+    return np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+
+
+def _ranks(col: pa.ChunkedArray) -> np.ndarray:
+    """Strings as integers in their order, a null the least: `codes` in sort order."""
+    enc = pc.fill_null(col, "").dictionary_encode().combine_chunks()
+    words = enc.dictionary.to_pylist()
+    rank = np.empty(len(words), np.int64)
+    rank[np.argsort(np.array(words, dtype=object), kind="stable")] = np.arange(len(words))
+    ranks = rank[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+    return np.where(np.asarray(col.is_null().to_numpy(zero_copy_only=False)), -1, ranks)
 
 
 # --- fenced sessions (claim: Kafka's transactional fencing) -----------------------------

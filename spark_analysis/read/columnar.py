@@ -29,7 +29,7 @@ from typing import Any
 from kafka_trial.contracts.log import log
 from kafka_trial.spark_analysis.read.follow_parse import Follower, file_sha256
 from kafka_trial.spark_analysis.read.history_parse import FLAT_SCHEMA, flatten, read_json
-from kafka_trial.spark_analysis.read.native_parse import to_parquet
+from kafka_trial.spark_analysis.read.native_parse import lanes, to_parquet
 from pyspark.sql import DataFrame, SparkSession
 
 CACHE = "history.parquet"
@@ -136,6 +136,9 @@ class ParsedRows:
     # Parquet the native parse wrote for this analysis only (a history too small to
     # cache): removed (Prepared.remove_temp) once the analysis is done, or has failed.
     temp: Path | None = None
+    # The nemesis's and the application's ops, whole, as the native parse kept them
+    # in the Parquet (native_parse.lanes); None where it did not (read from the text).
+    lanes: tuple[dict[str, Any], ...] | None = None
 
     @property
     def from_parquet(self) -> bool:
@@ -282,13 +285,13 @@ def parsed_rows(spark: SparkSession, history: Path, prepared: Prepared | None = 
     cache = history.with_name(CACHE)
     if prep.current and prep.native == "written":
         rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
-        return ParsedRows(rows, "written", prep.found, "native")
+        return ParsedRows(rows, "written", prep.found, "native", lanes=lanes(cache))
     if prep.current:
         rows = spark.read.schema(FLAT_SCHEMA).parquet(cache.as_uri())
-        return ParsedRows(rows, "hit", "current")
+        return ParsedRows(rows, "hit", "current", lanes=lanes(cache))
     if prep.native == "temp" and prep.temp is not None:
         rows = spark.read.schema(FLAT_SCHEMA).parquet(prep.temp.as_uri())
-        return ParsedRows(rows, "small", "none", "native", prep.temp)
+        return ParsedRows(rows, "small", "none", "native", prep.temp, lanes(prep.temp))
     if history.stat().st_size < _min_bytes():
         return ParsedRows(_flat_rows(spark, history), "small", "none", "spark")
     if prep.native == "unwritable":

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,10 @@ class Frames:
     # The takeovers that fenced a named session, by time (none in most runs): the
     # nemesis's values are not in the flat rows, so they are read apart (`_fences`).
     fences: tuple[Fence, ...] = ()
+    # The nemesis's and the application's ops, each line whole in the history's order,
+    # as the native parse kept them (native_parse.lanes): the flat rows keep no value
+    # of theirs. None where it kept none; then the few lines are read from the text.
+    lanes: tuple[dict[str, Any], ...] | None = None
 
     def small(self, df: DataFrame) -> DataFrame:
         return _small(df)
@@ -251,11 +256,16 @@ _FENCE_LINE = StructType(
 )
 
 
-def _fences(spark: SparkSession, path: str) -> tuple[Fence, ...]:
+def _fences(
+    spark: SparkSession, path: str, lanes: tuple[dict[str, Any], ...] | None
+) -> tuple[Fence, ...]:
     """The ok takeovers that name the session they fenced, by time. The flat rows keep
-    no nemesis value, so the few lines that mention the op are parsed again (as the
-    report reads the nemesis's ops); a line that does not parse, or names no client
-    (a history written before completions carried it), fences nothing."""
+    no nemesis value: it is in the `lanes` the native parse kept, or else the few
+    lines that mention the op are parsed again (as the report reads the nemesis's
+    ops); a line that does not parse, or names no client (a history written before
+    completions carried it), fences nothing."""
+    if lanes is not None:
+        return _lane_fences(lanes)
     text = F.col("value")
     line = F.from_json(text, _FENCE_LINE).alias("j")
     rows = (
@@ -275,6 +285,26 @@ def _fences(spark: SparkSession, path: str) -> tuple[Fence, ...]:
         .collect()
     )
     fences = [Fence(r["index"], r["time"], r["client"], r["transactional_id"]) for r in rows]
+    return tuple(sorted(fences, key=lambda f: (f.time, f.index)))
+
+
+_LONG = (-(1 << 63), (1 << 63) - 1)
+
+
+def _lane_fences(lanes: tuple[dict[str, Any], ...]) -> tuple[Fence, ...]:
+    """`_fences` from the lanes: what Spark's reading of those lines would give."""
+    fences = []
+    for op in lanes:
+        value = op.get("value")
+        if (op["process"], op["f"], op["type"]) != ("nemesis", TXN_FENCE_OP, "ok"):
+            continue
+        client = value.get("client") if isinstance(value, dict) else None
+        if type(client) is not int or not _LONG[0] <= client <= _LONG[1] or op.get("time") is None:
+            continue  # Spark reads what is not a long as null: no client named
+        tid = value.get("transactional_id")
+        if tid is not None and not isinstance(tid, str):
+            tid = json.dumps(tid, separators=(",", ":"))  # as Spark reads it into a string
+        fences.append(Fence(op["index"], op["time"], client, tid))
     return tuple(sorted(fences, key=lambda f: (f.time, f.index)))
 
 
@@ -460,6 +490,7 @@ def load(
     raw: DataFrame | None = None,
     one_task: bool = False,
     columnar: bool = False,
+    lanes: tuple[dict[str, Any], ...] | None = None,
 ) -> Frames:
     """The frames of the history at `path`, or of its rows `raw`: flat rows
     (FLAT_SCHEMA, what the columnar cache holds), PARSED_SCHEMA rows or
@@ -472,7 +503,8 @@ def load(
     small analysis's cost. Only for histories one core reads quickly.
 
     `columnar`: `raw` is read from Parquet (the cache), whose columns each frame
-    below reads again for less than holding the rows in memory costs."""
+    below reads again for less than holding the rows in memory costs. `lanes`: the
+    nemesis's and the application's ops the native parse kept (`Frames.lanes`)."""
     rows = _flat_rows(spark, path, raw, columnar)
     # Counted before the rows are put in one partition: the parse then runs on every
     # core, and the one-task plan reads what it cached.
@@ -531,5 +563,6 @@ def load(
         consumer_offsets=decided["consumer_offsets"] > 0,
         copier_offsets=decided["copier_offsets"] > 0,
         processed_records=decided["processed"] > 0,
-        fences=_fences(spark, path) if decided["fences"] else (),
+        fences=_fences(spark, path, lanes) if decided["fences"] else (),
+        lanes=lanes,
     )

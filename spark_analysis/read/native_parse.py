@@ -51,6 +51,11 @@ _ARROW = {"StringType()": pa.string(), "LongType()": pa.int64(), "IntegerType()"
 _ARROW_BOOL = pa.bool_()
 # Rows per Parquet row group (and rows held in memory as tuples before it is written).
 _GROUP_ROWS = 1 << 18
+# The Parquet file's key-value metadata that holds the lanes (`lanes`): the nemesis's
+# and the application's ops, whole. Beyond LANES_MAX of them none are kept, and the
+# analysis reads them from the text as it does for a history this parser declined.
+LANES_KEY = b"kafka_trial.lanes"
+LANES_MAX = 100_000
 
 
 class Declined(Exception):
@@ -272,6 +277,9 @@ class RowWriter:
         self._decode = _decoder()
         self._batch: list[tuple[Any, ...]] = []
         self._add = self._batch.append
+        # The flat rows keep no value of the nemesis's or the application's ops: their
+        # lines are kept whole here instead, so nothing reads the text again for them.
+        self._lanes: list[dict[str, Any]] | None = []
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
             out, self.schema, compression="snappy"
         )
@@ -284,7 +292,13 @@ class RowWriter:
         body = _line_body(raw)
         if body is None:
             return
-        _rows_of_line(self._decode(body), self._emit)
+        d = self._decode(body)
+        _rows_of_line(d, self._emit)
+        if self._lanes is not None and _in_lane(d["process"]):
+            if len(self._lanes) < LANES_MAX:
+                self._lanes.append(d)
+            else:
+                self._lanes = None
         if len(self._batch) >= _GROUP_ROWS:
             self._write()
 
@@ -304,6 +318,9 @@ class RowWriter:
         if self._batch or self.rows == 0:
             self._write()
         assert self._writer is not None
+        if self._lanes is not None:
+            lanes = json.dumps(self._lanes, separators=(",", ":"), default=_float_of)
+            self._writer.add_key_value_metadata({LANES_KEY: lanes.encode()})
         self._writer.close()
         self._writer = None
         return self.rows
@@ -314,6 +331,33 @@ class RowWriter:
             self._writer.close()
             self._writer = None
         self.out.unlink(missing_ok=True)
+
+
+def _in_lane(process: Any) -> bool:
+    """An op of the nemesis, or of an application instance's lifecycle (`app-<i>`)."""
+    return type(process) is str and (process == "nemesis" or process.startswith("app-"))
+
+
+def _float_of(x: Any) -> float:
+    if isinstance(x, _Float):
+        return float(x.text)  # as json.loads reads the line's text
+    raise TypeError(f"{type(x).__name__} is not JSON")
+
+
+def lanes(parquet: Path) -> tuple[dict[str, Any], ...] | None:
+    """The nemesis's and the application's ops (each line whole, in the history's
+    order) that this parser kept in the Parquet at `parquet` (a file, or a directory
+    of one file); None where it kept none: written by Spark, or by an older version,
+    or with more than LANES_MAX of them."""
+    files = sorted(parquet.glob("*.parquet")) if parquet.is_dir() else [parquet]
+    if len(files) != 1:
+        return None
+    try:
+        meta = pq.read_metadata(files[0]).metadata or {}
+        kept = meta.get(LANES_KEY)
+        return None if kept is None else tuple(json.loads(kept))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
 
 
 def to_parquet(history: Path, out: Path) -> int | None:

@@ -39,7 +39,9 @@ def read_frames(
     """The history's frames (history_frames.load), and its rows as `flat_rows` found
     them. `one_task`: the whole history in one partition (see `load`)."""
     rows = flat_rows(spark, src, prepared)
-    frames = load(spark, src.uri, rows.rows, one_task=one_task, columnar=rows.from_parquet)
+    frames = load(
+        spark, src.uri, rows.rows, one_task=one_task, columnar=rows.from_parquet, lanes=rows.lanes
+    )
     return frames, rows
 
 

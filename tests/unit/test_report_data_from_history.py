@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kafka_trial.spark_analysis import report_data as rd
 from kafka_trial.spark_analysis.job import analyze
 
@@ -50,10 +52,20 @@ def _data(spark: Any, run: Path) -> dict[str, Any]:
     return json.loads((run / "report-data.json").read_text())
 
 
-def test_the_report_data_agrees_with_the_history(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("parser", ["native", "spark"])
+def test_the_report_data_agrees_with_the_history(
+    spark, tmp_path: Path, monkeypatch, parser: str
+) -> None:
+    """The lanes come from the native parse's Parquet where it parsed the history, and
+    from the history's text where Spark did: the same file either way."""
+    if parser == "spark":
+        monkeypatch.setenv("KAFKA_TRIAL_NATIVE_PARSE", "0")
     run = _run(tmp_path / "run")
     ops = _ops(run)
     data = _data(spark, run)
+    assert json.loads((run / "results.json").read_text())["analysis"]["parser"] == parser
+    lines = [o for o in ops if o["process"] == "nemesis"]
+    assert [o["value"] for o in data["nemesis"]] == [o["value"] for o in lines]
     assert (data["t0"], data["t1"]) == (ops[0]["time"], ops[-1]["time"])
     got = [(o["index"], o["time"], o["type"], o["f"]) for o in data["nemesis"]]
     assert got == _lane(ops, "nemesis", rd.MAX_NEMESIS) and len(got) == 6
@@ -83,3 +95,36 @@ def test_each_lane_is_capped_on_its_own(spark, tmp_path: Path, monkeypatch) -> N
     assert got == _lane(ops, "nemesis", 3)
     apps = [(o["index"], o["time"], o["type"], o["f"]) for o in data["app_events"]]
     assert apps == _lane(ops, "app-", 3)
+
+
+def test_the_aggregates_agree_with_the_history(spark, tmp_path: Path) -> None:
+    """Throughput, latency and the offsets' envelope, now one job's branches, against
+    the history read plainly: each client completion paired with its invoke."""
+    run = _run(tmp_path / "run")
+    ops = _ops(run)
+    data = _data(spark, run)
+    t0, bucket_ns = data["t0"], data["bucket_s"] * 1_000_000_000
+    last: dict[Any, dict[str, Any]] = {}
+    done: Counter[tuple[int, str, str]] = Counter()
+    waits: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for o in ops:
+        p = str(o["process"])
+        if p == "nemesis" or p.startswith("app-"):
+            continue
+        prev, last[p] = last.get(p), o
+        if o["type"] != "invoke" and prev is not None and prev["type"] == "invoke":
+            b = (o["time"] - t0) // bucket_ns
+            done[(b, o["f"], o["type"])] += 1
+            waits[(b, o["f"])].append((o["time"] - prev["time"]) / 1e6)
+    assert {(r["bucket"], r["f"], r["type"]): r["n"] for r in data["throughput"]} == done
+    assert {f for _, f, _ in done} == {"send", "poll"}
+    got = {(r["bucket"], r["f"]): (r["n"], r["max"]) for r in data["latency_ms"]}
+    assert got == {k: (len(v), max(v)) for k, v in waits.items()}
+    assert all(r["p50"] <= r["p99"] <= r["max"] for r in data["latency_ms"])
+    # Acknowledged 10, 11, 12 at offsets 0-2; read 10 and 12, by the poll and the
+    # drain; all in the first bucket (the run is shorter than a bucket).
+    envelope = {
+        (r["kind"], r["topic"], r["partition"], r["bucket"]): (r["lo"], r["hi"], r["n"])
+        for r in data["offsets"]
+    }
+    assert envelope == {("acked", TOPIC, 0, 0): (0, 2, 3), ("read", TOPIC, 0, 0): (0, 2, 4)}

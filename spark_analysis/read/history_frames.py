@@ -490,11 +490,10 @@ def load(
     raw: DataFrame | None = None,
     one_task: bool = False,
     columnar: bool = False,
-    lanes: tuple[dict[str, Any], ...] | None = None,
+    lanes: tuple[dict[str, Any], ...] | None = None,  # as Frames.lanes
 ) -> Frames:
     """The frames of the history at `path`, or of its rows `raw`: flat rows
-    (FLAT_SCHEMA, what the columnar cache holds), PARSED_SCHEMA rows or
-    HISTORY_SCHEMA rows.
+    (FLAT_SCHEMA, what the columnar cache holds), PARSED_SCHEMA or HISTORY_SCHEMA rows.
 
     `one_task` puts the rows in one partition. Every window, aggregate and join of
     the checks then finds its input already clustered, so Spark plans no exchange:
@@ -503,11 +502,10 @@ def load(
     small analysis's cost. Only for histories one core reads quickly.
 
     `columnar`: `raw` is read from Parquet (the cache), whose columns each frame
-    below reads again for less than holding the rows in memory costs. `lanes`: the
-    nemesis's and the application's ops the native parse kept (`Frames.lanes`)."""
+    below reads again for less than holding the rows in memory costs."""
     rows = _flat_rows(spark, path, raw, columnar)
-    # Counted before the rows are put in one partition: the parse then runs on every
-    # core, and the one-task plan reads what it cached.
+    # Counted before the rows are one partition: the parse runs on every core, and the
+    # one-task plan reads what it cached.
     decided = _decisions(rows)
     damaged = decided["damaged"]
     examples = _damaged_examples(rows, damaged)

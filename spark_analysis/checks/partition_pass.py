@@ -41,6 +41,13 @@ def with_longs(rows: DataFrame, longs: tuple[str, ...]) -> DataFrame:
     return rows.select(*[F.col(c).cast("long") if c in longs else F.col(c) for c in rows.columns])
 
 
+def one_partition(fr: AnalysisFrames, rows: DataFrame) -> DataFrame:
+    """A kernel's input rows, a union, as one partition again where the analysis is
+    one task: its grouping then needs no shuffle (spark/sizing.py's one-task settings
+    leave a union one partition per input)."""
+    return rows.coalesce(1) if fr.one_task else rows
+
+
 def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
     """The kernel's rows: every send with must_commit and acked, every polled record
     with judged, ok and, for the skips (`skips`), never_written (partition_kernel.py);
@@ -67,7 +74,8 @@ def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
         # Value-keyed, so it spans partitions: decided here, shipped as a flag.
         failed = never_written_values(fr).withColumn("never_written", F.lit(True))
         polled = polled.join(fr.small(failed), "value", "left")
-    return with_longs(sends.unionByName(polled, allowMissingColumns=True), _LONGS)
+    rows = sends.unionByName(polled, allowMissingColumns=True)
+    return one_partition(fr, with_longs(rows, _LONGS))
 
 
 def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, order_kernel, value_kernel
 from kafka_trial.spark_analysis.checks.kernel_columns import OUT_SCHEMA
 from kafka_trial.spark_analysis.checks.order_kernel import FIRST_SCHEMA, reorders
-from kafka_trial.spark_analysis.checks.partition_pass import record_rows, with_longs
+from kafka_trial.spark_analysis.checks.partition_pass import one_partition, record_rows, with_longs
 from kafka_trial.spark_analysis.checks.value_kernel import (
     APP_FIRST,
     APP_OUTPUT,
@@ -85,7 +85,7 @@ def value_input(fr: AnalysisFrames) -> DataFrame:
         # Only a takeover that named a session fences one: most runs read nothing here.
         fenced = fenced_sends(fr).select(F.lit(FENCED).alias("kind"), "*")
         rows = rows.unionByName(fenced, allowMissingColumns=True)
-    return with_longs(rows, _LONGS)
+    return one_partition(fr, with_longs(rows, _LONGS))
 
 
 def input_id(value: Column) -> Column:
@@ -93,33 +93,49 @@ def input_id(value: Column) -> Column:
     return F.when(value < 0, -value - 1).otherwise(value)
 
 
-def reach(fr: AnalysisFrames) -> tuple[tuple[Any, ...], ...]:
-    """Per partition some read or the final drain reached: (topic, partition,
-    max_read_offset, drain_max_offset, drain_end), as value_kernel.Config takes it."""
+_REACH = ("max_read_offset", "drain_max_offset", "drain_end")
+
+
+def driver_facts(
+    fr: AnalysisFrames, offsets: bool
+) -> tuple[tuple[tuple[Any, ...], ...], tuple[tuple[Any, ...], ...]]:
+    """What value_kernel.Config ships, in one job: per partition some read or the
+    final drain reached, (topic, partition, max_read_offset, drain_max_offset,
+    drain_end); and with `offsets`, the groups' final offsets, (role, topic,
+    partition, committed). (Two collects cost a job's planning and scheduling more.)"""
     ends = fr.drain_ends.withColumnRenamed("end_offset", "drain_end")
-    rows = read_reach(fr).join(ends, TP, "full").collect()
-    return tuple(
-        (
-            r["topic"],
-            r["partition"],
-            r["max_read_offset"],
-            r["drain_max_offset"],
-            r["drain_end"],
+    rows = (
+        read_reach(fr)
+        .join(ends, TP, "full")
+        .select(
+            F.lit(None).cast("string").alias("role"),
+            *TP,
+            *_REACH,
+            F.lit(None).cast("long").alias("committed"),
         )
-        for r in rows
-        if r["topic"] is not None and r["partition"] is not None
     )
+    if offsets:
+        found = fr.group_offsets.select(
+            "role", *TP, *[F.lit(None).cast("long").alias(c) for c in _REACH], "committed"
+        )
+        # A group's rows carry its role, never null (history_frames._group_offsets).
+        rows = rows.unionByName(found)
+    reach, committed = [], []
+    for r in rows.collect():
+        if r["role"] is not None:
+            committed.append((r["role"], r["topic"], r["partition"], r["committed"]))
+        elif r["topic"] is not None and r["partition"] is not None:
+            reach.append((r["topic"], r["partition"], *(r[c] for c in _REACH)))
+    return tuple(reach), tuple(committed)
 
 
 def value_rows(fr: AnalysisFrames) -> DataFrame:
     """(type, key, detail) rows of every value-keyed check, built once per analysis."""
 
     def build() -> DataFrame:
-        offsets = ()
-        if fr.consumer_offsets or fr.copier_offsets or fr.app_present:
-            found = fr.group_offsets.collect()
-            offsets = tuple((r["role"], r["topic"], r["partition"], r["committed"]) for r in found)
-        cfg = Config(reach(fr), fr.reader_polls, fr.failed_sends, offsets)
+        groups = fr.consumer_offsets or fr.copier_offsets or fr.app_present
+        reach, offsets = driver_facts(fr, groups)
+        cfg = Config(reach, fr.reader_polls, fr.failed_sends, offsets)
 
         def per_bucket(_: tuple[Any, ...], t: pa.Table) -> pa.Table:
             return kernel(cfg, t)

@@ -21,10 +21,17 @@ ONE_TASK_MAX_BYTES_2_CORES = 1 << 30
 # one partition, adaptive re-planning and automatic broadcasts only add jobs, and the
 # exchanges that remain (after a union, for the final ranking) need one reducer, not
 # eight: a 9-op history's warm analysis took 8.0 s with 8 and 6.9 s with 1 (mean of 5).
+# A union of one-partition inputs is left as one partition per input: by default
+# Spark zips them into one, and the checks' union (the per-partition kernel's and the
+# value kernel's rows) then ran both kernels one after the other in a single task,
+# one core idle. Unzipped they run side by side (the default run's history: the
+# checks' job 7.7 s in one task, 5.4 s as two; the inputs each kernel groups are
+# coalesced back to one partition, `one_partition`, so no shuffle is added for them).
 _ONE_TASK_SQL = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.shuffle.partitions": "1",
+    "spark.sql.unionOutputPartitioning": "false",
 }
 
 

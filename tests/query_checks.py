@@ -17,7 +17,7 @@ from kafka_trial.spark_analysis.facts.derived import (
     version_order,
     writes,
 )
-from kafka_trial.spark_analysis.facts.fences import _first_fences, _invoked_at
+from kafka_trial.spark_analysis.facts.fences import first_fences, invoked_at
 from kafka_trial.spark_analysis.facts.rebalances import rebalance_events
 from kafka_trial.spark_analysis.facts.shared_frames import TP, AnalysisFrames
 from pyspark.sql import DataFrame, Window, WindowSpec
@@ -668,9 +668,9 @@ def fenced_write(fr: AnalysisFrames) -> DataFrame:
     if not fr.fences:
         # No takeover named a session (most runs): nothing is fenced, and nothing runs.
         return txn.limit(0)
-    fenced = txn.join(fr.small(_first_fences(fr)), "client")
+    fenced = txn.join(fr.small(first_fences(fr)), "client")
     ops = fenced.select("process", "index").distinct()
-    after = fenced.join(_invoked_at(fr, ops), ["process", "index"]).filter(
+    after = fenced.join(invoked_at(fr, ops), ["process", "index"]).filter(
         F.col("invoked_at") > F.col("fence_time")
     )
     others = (

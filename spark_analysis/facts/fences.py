@@ -21,7 +21,7 @@ _FENCES = StructType(
 )
 
 
-def _first_fences(fr: AnalysisFrames) -> DataFrame:
+def first_fences(fr: AnalysisFrames) -> DataFrame:
     """Per fenced client, the takeover that fenced it first (fr.fences is by time)."""
     first: dict[int, tuple[int, int, int, str | None]] = {}
     for f in fr.fences:
@@ -29,7 +29,7 @@ def _first_fences(fr: AnalysisFrames) -> DataFrame:
     return fr.ops.sparkSession.createDataFrame(list(first.values()), _FENCES)
 
 
-def _invoked_at(fr: AnalysisFrames, ops: DataFrame) -> DataFrame:
+def invoked_at(fr: AnalysisFrames, ops: DataFrame) -> DataFrame:
     """(process, index, invoked_at) for the given ops (process, index): the time of the
     op's invoke, the op of its process just before a completion (a process has one op
     outstanding), or the op itself if it never completed. Only their processes' ops
@@ -55,8 +55,8 @@ def fenced_sends(fr: AnalysisFrames) -> DataFrame:
     (value_kernel.py's fenced-write). Only with a takeover that named a session."""
     cols = ["value", *TP, "offset", "index", "process", "client", "outcome"]
     txn = fr.sends.filter((F.col("f") == "txn") & F.col("client").isNotNull()).select(*cols)
-    fenced = txn.join(fr.small(_first_fences(fr)), "client")
+    fenced = txn.join(fr.small(first_fences(fr)), "client")
     ops = fenced.select("process", "index").distinct()
-    return fenced.join(_invoked_at(fr, ops), ["process", "index"]).filter(
+    return fenced.join(invoked_at(fr, ops), ["process", "index"]).filter(
         F.col("invoked_at") > F.col("fence_time")
     )

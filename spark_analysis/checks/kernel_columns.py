@@ -23,12 +23,20 @@ def to_json(row: dict[str, Any]) -> str:
     )
 
 
+def long_array(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, NULL).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def flag_array(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def longs(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(pc.fill_null(t[name], NULL).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return long_array(t[name])
 
 
 def flags(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(pc.fill_null(t[name], False).to_numpy(zero_copy_only=False), dtype=bool)
+    return flag_array(t[name])
 
 
 def py(x: Any) -> Any:

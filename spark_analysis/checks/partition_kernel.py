@@ -19,16 +19,20 @@ of the whole history come in `Config`: few, and named by partition number only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from kafka_trial.spark_analysis.checks.kernel_columns import NULL, out_table, scalar
-from kafka_trial.spark_analysis.checks.kernel_columns import codes as _codes
-from kafka_trial.spark_analysis.checks.kernel_columns import longs as _longs
+from kafka_trial.spark_analysis.checks.kernel_columns import (
+    NULL,
+    OUT,
+    flag_array,
+    long_array,
+    out_table,
+    scalar,
+)
 from kafka_trial.spark_analysis.checks.kernel_columns import py as _py
 from kafka_trial.spark_analysis.checks.kernel_columns import to_json as _json
 
@@ -67,14 +71,72 @@ class Config:
         return self._by_part.get(partition, []) if partition is not None else []
 
 
-class Part:
-    """One partition's rows, split by source, as columns."""
+Cols = dict[str, np.ndarray]
+SEND_LONGS = ("value", "offset", "index", "pos", "client", "seq", "process")
+SEND_FLAGS = ("must_commit", "acked")
+POLL_LONGS = ("value", "offset", "index", "mpos", "rpos", "process")
+POLL_FLAGS = ("judged", "ok", "never_written")
+EMPTY = pa.RecordBatch.from_arrays([pa.array([], pa.string())] * 3, schema=OUT)
 
-    def __init__(self, topic: str | None, partition: int | None, t: pa.Table) -> None:
+
+def _process_codes(col: pa.Array, codes: dict[Any, int]) -> np.ndarray:
+    """A batch's process names as codes into `codes` (name to code, in order of first
+    appearance), which grows across the partition's batches; a null is a name too."""
+    enc = col.dictionary_encode()
+    table = [codes.setdefault(x, len(codes)) for x in enc.dictionary.to_pylist()]
+    table.append(codes.setdefault(None, len(codes)))
+    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)  # -1: the null's code
+    return np.asarray(table, dtype=np.int64)[idx]
+
+
+def _select(
+    b: pa.RecordBatch, keep: np.ndarray, proc: np.ndarray, names: tuple[tuple, tuple]
+) -> Cols:
+    """The rows `keep` of one batch, as the numpy columns `names` (longs, flags) holds;
+    a column the input lacks (never_written, when no skip is asked) reads as null."""
+    have, n = set(b.schema.names), int(keep.sum())
+    out: Cols = {"process": proc[keep]}
+    for flag, cols in ((False, names[0]), (True, names[1])):
+        for c in cols:
+            if c == "process":
+                continue
+            if c not in have:
+                out[c] = np.zeros(n, bool) if flag else np.full(n, NULL, np.int64)
+            else:
+                out[c] = (flag_array if flag else long_array)(b.column(c))[keep]
+    return out
+
+
+def _concat(parts: list[Cols], names: tuple[tuple, tuple]) -> Cols:
+    cols = [*names[0], *names[1]]
+    if not parts:
+        return {c: np.empty(0, bool if c in names[1] else np.int64) for c in cols}
+    return {c: np.concatenate([p.pop(c) for p in parts]) for c in cols}
+
+
+class Part:
+    """One partition's rows, split by source, as numpy columns (a null long is NULL,
+    a null flag False, a process its code into `names`). Built a record batch at a
+    time, each batch cut down to those columns as it comes: the partition is held at
+    about 60 bytes a row, never as Spark's rows of every column."""
+
+    def __init__(
+        self, topic: str | None, partition: int | None, batches: Iterable[pa.RecordBatch]
+    ) -> None:
         self.topic, self.partition = topic, partition
-        is_send = pc.fill_null(t["is_send"], False)
-        self.sends = t.filter(is_send)
-        self.polled = t.filter(pc.invert(is_send))
+        self.codes: dict[Any, int] = {}
+        sends: list[Cols] = []
+        polled: list[Cols] = []
+        for b in batches:
+            if not b.num_rows:
+                continue
+            is_send = flag_array(b.column("is_send"))
+            proc = _process_codes(b.column("process"), self.codes)
+            sends.append(_select(b, is_send, proc, (SEND_LONGS, SEND_FLAGS)))
+            polled.append(_select(b, ~is_send, proc, (POLL_LONGS, POLL_FLAGS)))
+        self.names = np.asarray(list(self.codes), dtype=object)
+        self.sends = _concat(sends, (SEND_LONGS, SEND_FLAGS))
+        self.polled = _concat(polled, (POLL_LONGS, POLL_FLAGS))
 
     def tp(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition}
@@ -85,26 +147,38 @@ def _emit(out: list[tuple[str, str]], name: str, rows: Iterator[dict[str, Any]])
         out.append((name, _json(r)))
 
 
+def _distinct_pairs(o: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (offset, value) pairs of known offsets, sorted by offset then value
+    (a null value, NULL, first)."""
+    known = o != NULL  # a join on a null offset matches nothing; distinct keeps it apart
+    o, v = o[known], v[known]
+    idx = np.lexsort((v, o))
+    o, v = o[idx], v[idx]
+    first = np.r_[True, (o[1:] != o[:-1]) | (v[1:] != v[:-1])] if len(o) else np.empty(0, bool)
+    return o[first], v[first]
+
+
+def _committed_at(p: Part) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, values) of the sends that must have committed at a known offset (a
+    send of unknown partition is in no partition's order)."""
+    s = p.sends
+    if p.partition is None:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    keep = s["must_commit"] & (s["offset"] != NULL)
+    return s["offset"][keep], s["value"][keep]
+
+
 # --- the version order and what it says of offsets ------------------------------------
 
 
 def version_order(p: Part) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, values) of derived.version_order in this partition, distinct, sorted
-    by offset then value (a null value, NULL, first). Every polled record, and every
-    send that must have committed at a known offset (a send of unknown partition is
-    in no partition's order)."""
-    offs = [_longs(p.polled, "offset"), np.empty(0, np.int64)]
-    vals = [_longs(p.polled, "value"), np.empty(0, np.int64)]
-    if p.partition is not None:
-        s = p.sends
-        keep = np.asarray(pc.fill_null(s["must_commit"], False)) & (_longs(s, "offset") != NULL)
-        offs[1], vals[1] = _longs(s, "offset")[keep], _longs(s, "value")[keep]
-    o, v = np.concatenate(offs), np.concatenate(vals)
-    known = o != NULL  # a join on a null offset matches nothing; distinct keeps it apart
-    pairs = np.unique(np.stack([o[known], v[known]]), axis=1) if known.any() else None
-    if pairs is None:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return pairs[0], pairs[1]
+    by offset then value: every polled record, and every send that must have committed
+    at a known offset."""
+    o, v = _committed_at(p)
+    return _distinct_pairs(
+        np.concatenate([p.polled["offset"], o]), np.concatenate([p.polled["value"], v])
+    )
 
 
 def inconsistent_offsets(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]:
@@ -136,28 +210,23 @@ def offsets_backwards(p: Part, who: str) -> Iterator[dict]:
     """reorder (who: process, by index and pos) or client-reorder (who: client, by seq):
     an acknowledged send at an offset below the previous acknowledged one's."""
     s = p.sends
-    acked = np.asarray(pc.fill_null(s["acked"], False)) & (_longs(s, "offset") != NULL)
+    acked = s["acked"] & (s["offset"] != NULL)
     if who == "client":
-        acked &= _longs(s, "client") != NULL
-    s = s.filter(pa.array(acked))
-    if not s.num_rows:
+        acked &= s["client"] != NULL
+    rows = np.flatnonzero(acked)
+    if not len(rows):
         return
-    group = _codes(s["process"]) if who == "process" else _longs(s, "client")
+    group = s[who][rows]
     order = (
-        [group, _longs(s, "index"), _longs(s, "pos")]
-        if who == "process"
-        else [
-            group,
-            _longs(s, "seq"),
-        ]
+        [group, s["index"][rows], s["pos"][rows]] if who == "process" else [group, s["seq"][rows]]
     )
     idx, same = _lagged(order, group)
-    off, val = _longs(s, "offset")[idx], _longs(s, "value")[idx]
+    rows = rows[idx]
+    off, val = s["offset"][rows], s["value"][rows]
     hit = np.flatnonzero(same & np.r_[False, off[:-1] > off[1:]])
-    names = s[who].take(pa.array(idx[hit])).to_pylist() if len(hit) else []
-    for k, i in enumerate(hit):
+    for i in hit.tolist():
         yield {
-            who: names[k],
+            who: p.names[s["process"][rows[i]]] if who == "process" else _py(s["client"][rows[i]]),
             **p.tp(),
             "prev_value": _py(val[i - 1]),
             "prev_offset": _py(off[i - 1]),
@@ -166,16 +235,16 @@ def offsets_backwards(p: Part, who: str) -> Iterator[dict]:
         }
 
 
-def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]:
+def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[tuple[str, dict]]:
     """int-nonmonotonic-send and int-send-skip: each send at its own offset if it must
     have committed, else at the lowest offset the version order holds its value at
     here (sends at no known position left out); one op's consecutive sends to the
     partition (by pos) as pairs. Yields (name, row)."""
     s = p.sends
-    if p.partition is None or not s.num_rows:
+    if p.partition is None or not len(s["value"]):
         return
-    off, val = _longs(s, "offset"), _longs(s, "value")
-    own = np.where(np.asarray(pc.fill_null(s["must_commit"], False)), off, NULL)
+    off, val = s["offset"], s["value"]
+    own = np.where(s["must_commit"], off, NULL)
     at = own.copy()
     vo_off, vo_val = vo
     lookup = (own == NULL) & (val != NULL)
@@ -186,19 +255,17 @@ def send_positions(p: Part, vo: tuple[np.ndarray, np.ndarray]) -> Iterator[dict]
         i = np.minimum(np.searchsorted(known, wanted), len(known) - 1)
         at[lookup] = np.where(known[i] == wanted, vo_off[first[i]], NULL)
     placed = np.flatnonzero(at != NULL)
-    index, pos = _longs(s, "index")[placed], _longs(s, "pos")[placed]
+    index, pos = s["index"][placed], s["pos"][placed]
     idx, same = _lagged([index, pos], index)
     rows = placed[idx]
     a, v, ops = at[rows], val[rows], index[idx]
     prev = np.maximum(np.arange(len(a)) - 1, 0)
     back = same & (a[prev] > a)
     gap = same & (a > a[prev] + 1)
-    hits = np.flatnonzero(back | gap)
-    procs = s["process"].take(pa.array(rows[hits])).to_pylist() if len(hits) else []
-    for k, i in enumerate(hits.tolist()):
+    for i in np.flatnonzero(back | gap).tolist():
         row = {
             "index": int(ops[i]),
-            "process": procs[k],
+            "process": p.names[s["process"][rows[i]]],
             **p.tp(),
             "prev_value": _py(v[i - 1]),
             "prev_offset": _py(a[i - 1]),
@@ -233,32 +300,29 @@ def _known_between(
 
 # --- readers' positions ---------------------------------------------------------------
 
-_POLL_COLS = ("index", "mpos", "rpos", "offset", "value")
+_POLL_COLS = ("index", "mpos", "rpos", "offset", "value", "process")
 
 
-def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray]]:
+def _judged_reads(p: Part, cfg: Config) -> Cols:
     """The ok reads of poll ops, less the records exempt by a rebalance, and
     one start row (rpos -1, no offset) per event that starts a new assignment of this
-    partition for a process that read it: (process names, columns)."""
+    partition for a process that read it."""
     r = p.polled
-    r = r.filter(pc.fill_null(r["judged"], False))
-    procs = r["process"].to_pylist()
-    cols = {c: _longs(r, c) for c in _POLL_COLS}
-    events = cfg.events_of(p.partition)
+    cols = {c: r[c][r["judged"]] for c in _POLL_COLS}
+    # An event's process that holds no row here has no read to exempt or start.
+    events = [(p.codes[pr], at, ex) for pr, at, ex in cfg.events_of(p.partition) if pr in p.codes]
     if not events:
-        return procs, cols
-    exempt = {(proc, at) for proc, at, ex in events if ex}
-    keep = np.array(
-        [(pr, i) not in exempt for pr, i in zip(procs, cols["index"].tolist(), strict=True)],
-        dtype=bool,
-    )
-    procs = [pr for pr, k in zip(procs, keep.tolist(), strict=True) if k]
+        return cols
+    keep = np.ones(len(cols["index"]), bool)
+    for code, at, ex in events:
+        if ex:
+            keep &= (cols["process"] != code) | (cols["index"] != at)
     cols = {c: a[keep] for c, a in cols.items()}
-    readers = set(procs)
-    starts = [(proc, at) for proc, at, _ in events if proc in readers]
+    readers = set(np.unique(cols["process"]).tolist())
+    starts = [(code, at) for code, at, _ in events if code in readers]
     if starts:
-        procs = procs + [proc for proc, _ in starts]
         add = {
+            "process": [code for code, _ in starts],
             "index": [at for _, at in starts],
             "mpos": [-1] * len(starts),
             "rpos": [-1] * len(starts),
@@ -266,7 +330,7 @@ def _judged_reads(p: Part, cfg: Config) -> tuple[list[Any], dict[str, np.ndarray
         for c in _POLL_COLS:
             extra = np.asarray(add.get(c, [NULL] * len(starts)), dtype=np.int64)
             cols[c] = np.concatenate([cols[c], extra])
-    return procs, cols
+    return cols
 
 
 class Reads:
@@ -276,23 +340,18 @@ class Reads:
     positions (a start row, rpos -1, has none)."""
 
     def __init__(self, p: Part, cfg: Config) -> None:
-        procs, c = _judged_reads(p, cfg)
-        self.names = np.asarray(procs, dtype=object)
-        if not procs:
-            self.idx = np.empty(0, np.int64)
-            self.pairs = np.empty(0, bool)
-            self.off = self.val = self.index = self.idx
-            return
-        group = _codes(pa.chunked_array([pa.array(procs, pa.string())]))
+        c = _judged_reads(p, cfg)
+        self.names = p.names
+        group = c["process"]
         self.idx, same = _lagged([group, c["index"], c["mpos"], c["rpos"]], group)
-        self.off, self.val, self.index, rpos = (
-            c[k][self.idx] for k in ("offset", "value", "index", "rpos")
+        self.proc, self.off, self.val, self.index, rpos = (
+            c[k][self.idx] for k in ("process", "offset", "value", "index", "rpos")
         )
-        prev = np.r_[0, np.arange(len(self.idx) - 1)]
+        prev = np.r_[0, np.arange(len(self.idx) - 1)] if len(self.idx) else self.idx
         self.pairs = same & (rpos >= 0) & (rpos[prev] >= 0) & (self.off[prev] != NULL)
 
     def process(self, i: int) -> Any:
-        return self.names[self.idx[i]]
+        return self.names[self.proc[i]]
 
 
 def poll_order(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
@@ -341,21 +400,11 @@ def known_positions(p: Part) -> tuple[np.ndarray, np.ndarray]:
     jump over it). A position nobody read or acknowledged (a transaction marker, a
     write of unknown outcome nobody read) is no skip."""
     r = p.polled
-    read = np.asarray(pc.fill_null(r["ok"], False)) & ~np.asarray(
-        pc.fill_null(r["never_written"], False)
+    read = r["ok"] & ~r["never_written"]
+    o, v = _committed_at(p)
+    return _distinct_pairs(
+        np.concatenate([r["offset"][read], o]), np.concatenate([r["value"][read], v])
     )
-    offs = [_longs(r, "offset")[read], np.empty(0, np.int64)]
-    vals = [_longs(r, "value")[read], np.empty(0, np.int64)]
-    if p.partition is not None:
-        s = p.sends
-        keep = np.asarray(pc.fill_null(s["must_commit"], False)) & (_longs(s, "offset") != NULL)
-        offs[1], vals[1] = _longs(s, "offset")[keep], _longs(s, "value")[keep]
-    o, v = np.concatenate(offs), np.concatenate(vals)
-    known = o != NULL
-    if not known.any():
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    pairs = np.unique(np.stack([o[known], v[known]]), axis=1)
-    return pairs[0], pairs[1]
 
 
 def poll_skips(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
@@ -393,9 +442,12 @@ def poll_skips(p: Part, rd: Reads) -> Iterator[tuple[str, dict]]:
 # --- the kernel -----------------------------------------------------------------------
 
 
-def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
-    """Every check of `cfg.checks` for one (topic, partition): its anomaly rows."""
-    p = Part(scalar(key[0]), scalar(key[1]), t)
+def kernel(
+    cfg: Config, key: tuple[Any, ...], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Every check of `cfg.checks` for one (topic, partition), its rows taken a record
+    batch at a time: its anomaly rows."""
+    p = Part(scalar(key[0]), scalar(key[1]), batches)
     want = set(cfg.checks)
     out: list[tuple[str, str]] = []
     vo = version_order(p)
@@ -416,4 +468,4 @@ def kernel(cfg: Config, key: tuple[Any, ...], t: pa.Table) -> pa.Table:
         if name in want and (name, d := _json(row)) not in seen:
             seen.add((name, d))
             out.append((name, d))
-    return out_table([(n, d, d) for n, d in out])
+    yield from out_table([(n, d, d) for n, d in out]).to_batches() or [EMPTY]

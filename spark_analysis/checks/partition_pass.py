@@ -1,12 +1,13 @@
 """The one pass behind the per-partition checks: the sends and the polled records
 shuffled once by (topic, partition), and partition_kernel.py's function applied to
-each partition as Arrow (`applyInArrow`). What spans partitions comes in beforehand:
+each partition as Arrow record batches (`applyInArrow`'s iterator form: a worker holds a
+partition as the few numpy columns the kernel keeps, never whole). What spans partitions comes in beforehand:
 `must_commit` on each send (facts/derived.py's `writes`) and the rebalance events, a
 few rows collected to the driver and shipped with the function."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 from kafka_trial.spark_analysis.checks import kernel_columns, partition_kernel
@@ -78,8 +79,9 @@ def kernel_input(fr: AnalysisFrames, skips: bool = True) -> DataFrame:
     return one_partition(fr, with_longs(rows, _LONGS))
 
 
-def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
-    """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
+def kernel_config(fr: AnalysisFrames, checks: tuple[str, ...]) -> Config:
+    """What every partition's kernel is shipped: `checks`, and the rebalance events
+    when a read check is among them."""
     events: tuple[tuple[str, int, int, bool], ...] = ()
     if fr.rebalanced and READ_CHECKS & set(checks):
         got = rebalance_events(fr).collect()
@@ -88,10 +90,19 @@ def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
             for r in got
             if r["partition"] is not None and r["at"] is not None
         )
-    cfg = Config(tuple(checks), events)
+    return Config(tuple(checks), events)
 
-    def per_partition(key: tuple[Any, ...], t: pa.Table) -> pa.Table:
-        return kernel(cfg, key, t)
+
+def kernel_frame(fr: AnalysisFrames, checks: tuple[str, ...]) -> DataFrame:
+    """(type, key, detail) rows of `checks`, as checks/runner.py tags every check's."""
+    cfg = kernel_config(fr, checks)
+
+    # Typed as batches in and out, so Spark hands the kernel a partition a record
+    # batch at a time (applyInArrow's iterator form) instead of one table of it all.
+    def per_partition(
+        key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]
+    ) -> Iterator[pa.RecordBatch]:
+        return kernel(cfg, key, batches)
 
     skips = bool({"poll-skip", "int-poll-skip"} & set(checks))
     return kernel_input(fr, skips).groupBy(*TP).applyInArrow(per_partition, OUT_SCHEMA)

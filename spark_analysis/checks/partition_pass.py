@@ -1,9 +1,10 @@
 """The one pass behind the per-partition checks: the sends and the polled records
 shuffled once by (topic, partition), and partition_kernel.py's function applied to
-each partition as Arrow record batches (`applyInArrow`'s iterator form: a worker holds a
-partition as the few numpy columns the kernel keeps, never whole). What spans partitions comes in beforehand:
-`must_commit` on each send (facts/derived.py's `writes`) and the rebalance events, a
-few rows collected to the driver and shipped with the function."""
+each partition as Arrow record batches (`applyInArrow`'s iterator form: a worker holds
+a partition as the few numpy columns the kernel keeps, never whole). What spans
+partitions comes in beforehand: `must_commit` on each send (facts/derived.py's
+`writes`) and the rebalance events, a few rows collected to the driver and shipped
+with the function."""
 
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ from confluent_kafka.admin import (
 
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+# Each request's own timeout too: the shared admin client's default is its 5 s socket
+# timeout, which one stall of a loaded 2-core machine outlasts (a fresh-clone CI saw a
+# throttle refused so, "Failed while waiting for broker", while the cluster was sound).
 TIMEOUT_S = 30
 # How long a deleted throttle may still read back: a broker describes its own configs
 # from its metadata image, which takes the deletion a moment after the controller
@@ -30,7 +33,7 @@ def _alter(admin: AdminClient, resources: list[ConfigResource]) -> None:
     # librdkafka sends a broker's configs to that broker, and takes at most one broker
     # resource per request: one request per resource.
     for res in resources:
-        for fut in admin.incremental_alter_configs([res]).values():
+        for fut in admin.incremental_alter_configs([res], request_timeout=TIMEOUT_S).values():
             fut.result(TIMEOUT_S)
 
 
@@ -77,7 +80,7 @@ def clear_throttle(admin: AdminClient, topic: str, brokers: list[int]) -> None:
 
 def _described(admin: AdminClient, res: ConfigResource, names: tuple[str, ...]) -> dict[str, str]:
     """The named configs set on the resource itself (not a default, not a static file)."""
-    ((_, fut),) = admin.describe_configs([res]).items()
+    ((_, fut),) = admin.describe_configs([res], request_timeout=TIMEOUT_S).items()
     return {
         n: str(e.value)
         for n, e in fut.result(TIMEOUT_S).items()

@@ -37,7 +37,7 @@ class LaggingAdmin:
     def list_topics(self, timeout: float) -> SimpleNamespace:
         return SimpleNamespace(topics={"trial": None, "other": None}, brokers={1: 0, 2: 0, 3: 0})
 
-    def describe_configs(self, resources: list[ConfigResource]) -> dict:
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float) -> dict:
         (res,) = resources
         key = (res.restype, res.name)
         seen = dict(self.configs.get(key, {}))
@@ -54,7 +54,9 @@ class LaggingAdmin:
         entries = {n: SimpleNamespace(value=v, source=source) for n, v in seen.items()}
         return {res: _done(entries)}
 
-    def incremental_alter_configs(self, resources: list[ConfigResource]) -> dict:
+    def incremental_alter_configs(
+        self, resources: list[ConfigResource], request_timeout: float
+    ) -> dict:
         (res,) = resources
         key = (res.restype, res.name)
         for entry in res.incremental_configs:

@@ -16,7 +16,10 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     real = JavaClient.send_command
 
     def counted(self: JavaClient, command: str, *args: object, **kw: object) -> object:
-        sent.append(command)
+        # Not a lookup: Python's collector releasing a Java object ("m" "d"), whenever
+        # it runs (a CI counted two such in the middle of this test).
+        if not command.startswith("m\nd\n"):
+            sent.append(command)
         return real(self, command, *args, **kw)
 
     monkeypatch.setattr(JavaClient, "send_command", counted)

@@ -3,13 +3,16 @@ verb of its write-back filesystem (`fs`, cluster.storage = writeback)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shlex
 import tarfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from docker.errors import APIError, NotFound
@@ -24,6 +27,31 @@ STROBE_FLAG = "/run/kt-strobe"  # a strobe runs while it exists
 # How long a crash or kill may take to end the container: the filesystem writes back
 # what a killed broker wrote (kill) before it unmounts.
 EXIT_WAIT_S = 60
+# Kafka's shutdown hook runs on a thread of this name (kafka.Kafka): any line from it
+# says the JVM has begun to exit, whatever asked it to.
+EXIT_HOOK = "[kafka-shutdown-hook]"
+# How a thread that ends the JVM says why, before the hook runs (ShutdownableThread).
+FATAL = "Stopped due to fatal error"
+
+
+@dataclass(frozen=True)
+class Exiting:
+    """A broker whose JVM began to exit and still runs: when (host epoch seconds, from
+    the engine's log timestamps, so a faked clock does not move it) and why (the fatal
+    error's line where one came first, else the hook's first line)."""
+
+    since: float
+    why: str
+
+
+def _epoch(stamp: str) -> float:
+    """An engine timestamp (RFC 3339, nanoseconds, Z) as epoch seconds; 0.0 if none."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    try:
+        base = datetime.fromisoformat(head + "+00:00").timestamp()
+    except ValueError:
+        return 0.0
+    return base + (float(f"0.{frac}") if frac.isdigit() else 0.0)
 
 
 @dataclass
@@ -41,6 +69,14 @@ class Broker:
     # the observer's read of quorum-state racing a `pause`, docs/findings.md).
     _engine: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+    # How far `exiting` has read this run of the container's log: (StartedAt, the last
+    # line's engine time, the fatal line seen so far), and what it found.
+    _log_read: tuple[str, float, str | None] = field(
+        default=("", 0.0, None), init=False, repr=False, compare=False
+    )
+    _exit_seen: tuple[str, Exiting] | None = field(
+        default=None, init=False, repr=False, compare=False
     )
 
     @property
@@ -76,6 +112,68 @@ class Broker:
         except Exception:  # requests' timeout: the container hangs; end it the hard way
             if self.status() == "running":
                 self.container.kill(signal="SIGKILL")
+
+    def await_exit(self, timeout_s: float) -> bool:
+        """Whether the container stopped within `timeout_s`."""
+        if timeout_s > 0:
+            with contextlib.suppress(Exception):  # requests' timeout: still running
+                self.container.wait(timeout=timeout_s)
+        return self.status() not in ("running", "paused", "restarting")
+
+    def exiting(self) -> Exiting | None:
+        """Whether this run of the container's JVM has begun to exit while the container
+        still runs, read from its log (only what came since the last look): a broker
+        whose own fatal error began its shutdown can wait there for minutes, for a
+        controller to approve it, and meanwhile serves nothing."""
+        state = self._state()
+        if not state.get("Running") or state.get("Paused"):
+            return None
+        started = str(state.get("StartedAt", ""))
+        if self._exit_seen is not None and self._exit_seen[0] == started:
+            return self._exit_seen[1]
+        read_from, upto, fatal = self._log_read
+        if read_from != started:  # a new run: nothing of the last one counts
+            upto, fatal = _epoch(started), None
+        since = upto
+        raw = self.container.logs(
+            stdout=True, stderr=True, timestamps=True, **({"since": since} if since > 0 else {})
+        )
+        for line in raw.decode(errors="replace").splitlines():
+            stamp, _, text = line.partition(" ")
+            upto = max(upto, _epoch(stamp))
+            if fatal is None and FATAL in text:
+                fatal = text.strip()[:300]
+            if EXIT_HOOK in text:
+                found = Exiting(_epoch(stamp), fatal or text.strip()[:300])
+                self._exit_seen = (started, found)
+                return found
+        self._log_read = (started, upto, fatal)
+        return None
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            self.container.reload()
+        except NotFound:
+            return {}
+        state: dict[str, Any] = self.container.attrs.get("State", {})
+        return state
+
+    def end_exiting(self, grace_s: float) -> dict[str, Any] | None:
+        """A broker found `exiting`: given until `grace_s` after it began to exit, then
+        killed; None if it was not exiting. Records when it began, why, and how it
+        ended (`exited` by itself, or `killed`)."""
+        found = self.exiting()
+        if found is None:
+            return None
+        exited = self.await_exit(found.since + grace_s - time.time())
+        if not exited:
+            self.kill()
+            self.await_exit(EXIT_WAIT_S)
+        return {
+            "began_s_ago": round(time.time() - found.since, 1),
+            "why": found.why,
+            "ended": "exited" if exited else "killed",
+        }
 
     def fs(self, command: str) -> dict[str, Any]:
         """One command to the broker's write-back filesystem, answered as a dict:

@@ -188,8 +188,9 @@ class ClusterControl(Protocol):
         out when empty, so {} is no throttle."""
         ...
 
-    def heal_all(self) -> None:
-        """Every link whole, every toxic gone, every node running."""
+    def heal_all(self) -> dict[str, Any] | None:
+        """Every link whole, every toxic gone, every node running; what it did beyond
+        that, for the heal-all's record (None or {}: nothing)."""
         ...
 
 

@@ -59,6 +59,10 @@ class Cluster(Reassigns):
     images: Images
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     brokers: dict[int, Broker] = field(default_factory=dict)
+    # How long after its JVM began to exit a still-running broker is given before
+    # heal-all kills it: a sound shutdown takes seconds; one waiting for a controller's
+    # approval that no quorum can give takes Kafka's five minutes.
+    exiting_grace_s: float = field(default=30.0, repr=False)
     # Nodes whose namespace holds packet rules now: a heal-all clears only these.
     _packet_nodes: set[int] = field(default_factory=set, init=False, repr=False)
     # The nfqueue helpers of reorder and corrupt, by node: their heal stops them.
@@ -459,9 +463,12 @@ class Cluster(Reassigns):
             "samples": len(seen),
         }
 
-    def heal_all(self) -> None:
+    def heal_all(self) -> dict[str, Any]:
         """Every proxy enabled, every toxic gone, every disk writable, every clock
-        true, every broker running, and (a dynamic quorum) every node a voter."""
+        true, every broker running, and (a dynamic quorum) every node a voter. A broker
+        whose JVM had begun to exit and still ran is given `exiting_grace_s` from then,
+        killed if it is still running, and started: what it records (`exiting`, by
+        node) is what heal-all returns."""
         errors: list[str] = []
         for b in self.brokers.values():
             try:
@@ -487,6 +494,18 @@ class Cluster(Reassigns):
                     self.clear_packet_faults(b.node_id)
                 except (TrialError, RuntimeError, OSError) as e:
                     errors.append(f"node {b.node_id}'s packet rules: {e}")
+        # After the rest is whole: a shutdown the heals let a controller approve ends
+        # by itself within the grace.
+        ended: dict[str, Any] = {}
+        for b in self.brokers.values():
+            try:
+                if (did := b.end_exiting(self.exiting_grace_s)) is not None:
+                    ended[str(b.node_id)] = did
+                    b.start()
+            except (APIError, NotFound) as e:
+                errors.append(f"broker {b.node_id}, exiting: {e}")
+        if ended:
+            log(f"heal-all: brokers that were exiting, restarted: {ended}")
         try:
             # A voter a fault removed and nothing added back: the quorum whole again.
             self.members.restore_voters()
@@ -494,6 +513,7 @@ class Cluster(Reassigns):
             errors.append(f"voter set: {e}")
         if errors:
             raise RuntimeError("; ".join(errors))
+        return {"exiting": ended} if ended else {}
 
 
 if TYPE_CHECKING:

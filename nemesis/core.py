@@ -162,8 +162,9 @@ class Nemesis:
         self.heal()
 
         def act() -> dict[str, Any]:
+            did: dict[str, Any] | None = None
             try:
-                self.cluster.heal_all()
+                did = self.cluster.heal_all()
             finally:
                 # A client or an app instance a fault left frozen or cut off (a heal
                 # of its own failed) is woken and reconnected, even when a broker's
@@ -174,6 +175,7 @@ class Nemesis:
                 {"brokers": self.cluster.node_ids}
                 | ({"clients": resumed} if resumed else {})
                 | ({"apps_healed": apps} if any(apps.values()) else {})
+                | (did or {})
             )
 
         return self.rec.do("heal-all", {}, act)

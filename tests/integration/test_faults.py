@@ -49,10 +49,17 @@ def last_ok(rec: NemesisRecorder) -> dict:
     return done[-1].value
 
 
+def _ended(cluster: Cluster) -> bool:
+    """A broker exited, or its JVM has begun to exit while it still runs."""
+    return any(b.status() != "running" or b.exiting() for b in cluster.brokers.values())
+
+
 def healthy(cluster: Cluster, heal_exited: bool = False) -> None:
-    """Every link open and the topic in sync. `heal_exited`: a broker whose JVM exits
-    while this waits is started again by heal-all first, as the runner's final heal
-    does (a corrupted response can end a node a moment after the fault's heal)."""
+    """Every link open and the topic in sync. `heal_exited`: a broker whose JVM exits,
+    or begins to, while this waits is restarted by heal-all first, as the runner's
+    final heal does (a corrupted response can end a node a moment after the fault's
+    heal, and a node whose fatal error took the quorum's majority with it waits five
+    minutes in its shutdown for a controller to approve it)."""
     ids = cluster.node_ids
     pairs = [(a, b, k) for a in ids for b in ids if a != b for k in ("internal", "controller")]
     bad = pairs
@@ -67,13 +74,17 @@ def healthy(cluster: Cluster, heal_exited: bool = False) -> None:
             return False
 
     while bad and time.monotonic() < deadline:
-        if heal_exited and any(b.status() != "running" for b in cluster.brokers.values()):
-            cluster.heal_all()
+        if heal_exited and _ended(cluster):
+            print(f"heal-all: {cluster.heal_all()}")
         bad = [p for p in bad if not up(p)]
         if bad:
             time.sleep(1)
     assert bad == [], f"links still cut after heal: {bad}"
-    assert cluster.await_in_sync(TOPIC, 120), "not back in sync after heal"
+    deadline = time.monotonic() + 120
+    while not cluster.await_in_sync(TOPIC, 10 if heal_exited else 120):
+        assert time.monotonic() < deadline, "not back in sync after heal"
+        if heal_exited and _ended(cluster):
+            print(f"heal-all: {cluster.heal_all()}")
 
 
 def wait_for(cond, timeout_s: float) -> bool:
@@ -515,7 +526,7 @@ def test_a_packet_fault_is_in_the_nodes_namespace_until_healed(
         cluster, node, "tc qdisc show dev eth0"
     )
     if kind == "corrupt":
-        cluster.heal_all()  # a node the corruption made exit starts again
+        print(f"heal-all: {cluster.heal_all()}")  # a node the corruption ended starts again
     healthy(cluster, heal_exited=kind == "corrupt")
 
 
@@ -571,7 +582,7 @@ def test_a_packet_fault_on_one_link_hits_only_what_goes_to_its_peer(
     assert "7a71:" not in _in_namespace(cluster, node, "tc qdisc show dev eth0")
     assert "7a71:" not in _in_namespace(cluster, node, "tc filter show dev eth0")
     if kind == "corrupt":
-        cluster.heal_all()  # a node the corruption made exit starts again
+        print(f"heal-all: {cluster.heal_all()}")  # a node the corruption ended starts again
     healthy(cluster, heal_exited=kind == "corrupt")
 
 
@@ -586,6 +597,43 @@ def test_a_packet_fault_a_killed_run_left_is_cleared_by_heal(cluster: Cluster, r
     for j in cluster.brokers:
         assert "7a71:" not in _in_namespace(cluster, j, "tc qdisc show dev eth0")
     pkg.heal()  # nothing left: the heal finds the namespaces clean
+    healthy(cluster)
+
+
+def test_heal_all_restarts_a_broker_stuck_in_its_shutdown(
+    cluster: Cluster, rec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker whose JVM began to exit and cannot finish counts as running to the
+    engine: here its controlled shutdown (SIGTERM) waits for a controller to approve
+    it while two of the three voters are paused, as a corrupted KRaft response left two
+    voters in CI (docs/findings.md). Heal-all records it as exiting, ends it and starts
+    it. Whether it ended by itself once the pauses were healed or was killed at the end
+    of its grace is timing: printed, never asserted."""
+    monkeypatch.setattr(cluster, "exiting_grace_s", 5.0)
+    stuck, *others = sorted(cluster.node_ids)
+    broker = cluster.brokers[stuck]
+    before = broker.container.attrs["State"]["StartedAt"]
+    nem = Nemesis(cluster, rec)
+    try:
+        for n in others:
+            cluster.pause_node(n)
+        broker.container.kill(signal="SIGTERM")
+        assert wait_for(lambda: broker.exiting() is not None, 30), "no shutdown hook logged"
+        time.sleep(3)  # no controller can approve it: it still runs
+        assert broker.status() == "running"
+    finally:
+        assert nem.heal_all()
+    (done,) = [
+        o for o in read_history(rec.history.path).ops if o.f == "heal-all" and o.type != "invoke"
+    ]
+    ended = done.value["exiting"]
+    print(f"heal-all: {ended}")
+    assert list(ended) == [str(stuck)], ended
+    assert ended[str(stuck)]["ended"] in ("exited", "killed"), ended
+    assert "[kafka-shutdown-hook]" in ended[str(stuck)]["why"], ended
+    assert ended[str(stuck)]["began_s_ago"] >= 3, ended
+    assert broker.status() == "running" and broker.exiting() is None
+    assert broker.container.attrs["State"]["StartedAt"] != before  # a new run of it
     healthy(cluster)
 
 

@@ -89,9 +89,11 @@ class NemesisRunner:
                 healthy_within(timeout_s)
             except Exception as e:
                 # A broker whose process hit a fatal error can sit in its shutdown for
-                # minutes with its container running, which heal-all's start leaves
-                # be, or exit after heal-all ran: once, the brokers not registered and
-                # unfenced are restarted, and heal-all starts what has exited since.
+                # minutes with its container running, or exit after heal-all ran:
+                # once, the brokers not registered and unfenced are restarted, and
+                # heal-all starts what has exited since and ends what has begun to
+                # exit (which it tells from the broker itself: with a majority of the
+                # voters so, no controller answers the first question).
                 stuck = _stuck_brokers(cluster)
                 health["restarted"] = stuck
                 health["why"] = f"{type(e).__name__}: {e}"[:300]
@@ -99,7 +101,9 @@ class NemesisRunner:
                     with contextlib.suppress(Exception):  # it may have exited already
                         cluster.kill_node(node)
                     cluster.start_node(node)
-                cluster.heal_all()
+                did = cluster.heal_all() or {}
+                if did.get("exiting"):
+                    health["exiting"] = did["exiting"]
                 healthy_within(timeout_s)
             health["seconds"] = round(time.monotonic() - t0, 3)
             return dict(health)

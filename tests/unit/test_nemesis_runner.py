@@ -109,6 +109,60 @@ def test_the_final_heal_restarts_a_broker_wedged_in_its_shutdown(tmp_path: Path)
     assert healthy.value["restarted"] == [2] and "fenced" in healthy.value["why"]
 
 
+class QuorumlessCluster(FakeCluster):
+    """Two of three voters began to exit just after the final heal-all (a corrupted
+    KRaft response, CI 2026-11-30): no controller answers, so nobody is listed as
+    fenced; only the brokers themselves say they are exiting, and heal-all ends them."""
+
+    late: set[int]
+    exiting: set[int]
+
+    def heal_all(self) -> dict:
+        super().heal_all()
+        ended = {str(n): {"ended": "killed"} for n in sorted(self.exiting)}
+        self.exiting, self.late = self.late, set()
+        return {"exiting": ended} if ended else {}
+
+    def await_registered(self, timeout_s: float) -> None:
+        super().await_registered(timeout_s)
+        if self.exiting:
+            raise RuntimeError("no controller appears to be active")
+
+    def registered_brokers(self) -> dict[int, bool | None]:
+        if self.exiting:
+            raise RuntimeError("no controller appears to be active")
+        return super().registered_brokers()
+
+
+def test_the_final_heal_ends_brokers_exiting_with_no_controller_to_ask(tmp_path: Path) -> None:
+    cluster = QuorumlessCluster()
+    cluster.late, cluster.exiting = {1, 3}, set()
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    runner = NemesisRunner(Nemesis(cluster, history), [], threading.Event())
+    health = runner.final_heal("trial", 1)
+    assert health["healthy"] is True
+    assert health["restarted"] == []  # the controller could not say
+    assert health["exiting"] == {"1": {"ended": "killed"}, "3": {"ended": "killed"}}
+    (healthy,) = [
+        o for o in read_history(history.path).ops if o.f == "await-healthy" and o.type == "ok"
+    ]
+    assert healthy.value["exiting"] == health["exiting"]
+    assert "no controller" in healthy.value["why"]
+
+
+def test_heal_all_records_what_the_cluster_ended(tmp_path: Path) -> None:
+    cluster = QuorumlessCluster()
+    cluster.late, cluster.exiting = set(), {2}
+    history = HistoryWriter(tmp_path / "history.jsonl", flush_s=0)
+    assert Nemesis(cluster, history).heal_all()
+    (done,) = [o for o in read_history(history.path).ops if o.f == "heal-all" and o.type == "ok"]
+    assert done.value["exiting"] == {"2": {"ended": "killed"}}
+    # The clean twin: nothing exiting, nothing said.
+    assert Nemesis(cluster, history).heal_all()
+    last = [o for o in read_history(history.path).ops if o.f == "heal-all" and o.type == "ok"]
+    assert "exiting" not in last[-1].value
+
+
 def test_a_healthy_final_heal_restarts_nothing(tmp_path: Path) -> None:
     # The clean twin: nothing wedged, nothing killed.
     cluster = WedgedCluster()
